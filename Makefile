@@ -1,0 +1,72 @@
+# clusterforge - run `make help` for the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+SPEC ?= inventory/clusters/lab.yaml
+CLUSTER ?= $(basename $(notdir $(SPEC)))
+PYTEST_ARGS ?=
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: help venv system-deps collections plan test test-unit lint provision certify burnin drift up lab-up lab-down bench clean
+
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"; printf "clusterforge targets (SPEC=$(SPEC)):\n"} /^[a-zA-Z_-]+:.*##/ {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -U pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(BIN)/.installed ## Create the Python venv with every dependency (idempotent)
+
+system-deps: ## Install the Debian packages the lab needs (apt-get, as root)
+	bash scripts/install-system-deps.sh
+
+collections: venv ## Extract the Ansible collections we use from the PyPI `ansible` wheel
+	bash scripts/install-collections.sh
+
+plan: venv ## Validate SPEC and write inventory/generated/<cluster>/
+	$(BIN)/clusterforge plan $(SPEC)
+
+provision: venv system-deps collections ## Lab up -> plan -> provision -> quick certification -> admit (SPEC)
+	$(BIN)/clusterforge provision $(SPEC)
+
+certify: venv ## Certify nodes of SPEC (TIER=quick|full)
+	$(BIN)/clusterforge certify $(SPEC) --tier $(or $(TIER),quick)
+
+burnin: venv ## Burn-in run on drained nodes of SPEC
+	$(BIN)/clusterforge burnin $(SPEC) --iterations $(or $(ITERATIONS),3)
+
+drift: venv ## Compare every node with the declared state (exit 3 on drift)
+	$(BIN)/clusterforge drift $(SPEC)
+
+up: ## pulumi up in stacks/cluster (needs the Pulumi CLI)
+	@if command -v pulumi >/dev/null; then cd stacks/cluster && pulumi up; else \
+	  echo "The Pulumi CLI is not installed: see https://www.pulumi.com/docs/install/ ."; \
+	  echo "Without it, 'clusterforge lab up' stands up the lab part."; exit 1; fi
+
+lab-up: venv system-deps ## Stand up the local lab of SPEC
+	$(BIN)/clusterforge lab up $(SPEC)
+
+lab-down: venv ## Remove everything the lab created
+	$(BIN)/clusterforge lab down $(SPEC)
+
+test: venv system-deps collections ## Run every test (unit + lab integration); what CI runs
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-unit: venv ## Unit tests only (no lab)
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
+
+lint: venv collections ## ruff, mypy, ansible-lint (production profile, offline)
+	$(BIN)/ruff check src tests stacks bench
+	$(BIN)/mypy
+	cd playbooks && ../$(BIN)/ansible-lint --offline --profile production
+
+bench: venv ## Benchmarks; writes bench/results.json and a table
+	$(BIN)/python bench/run.py
+
+clean: ## Remove generated files and caches (not the lab image cache)
+	rm -rf inventory/generated .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,122 @@
+"""Render the Ansible inventory: hosts.yml (groups + per-host vars) and group_vars (cluster-wide, per SKU)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusterforge.plan.build import Plan
+
+LAB_ROOT = "/var/lib/clusterforge/lab"
+LAB_APT_REPO = "http://10.244.0.1:8780/nvidia"
+CUDA_APT_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/x86_64/"
+
+
+def group_name(prefix: str, value: object) -> str:
+    return f"{prefix}_{str(value).replace('-', '_')}"
+
+
+def host_vars(node: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "ansible_host": node["mgmt_ip"],
+        "clusterforge_node": node["name"],
+        "clusterforge_pool": node["pool"],
+        "clusterforge_sku": node["sku"],
+        "clusterforge_rack": node["rack"],
+        "clusterforge_su": node["su"],
+        "clusterforge_fabric": node["fabric"],
+        "clusterforge_fabric_type": node["fabric_type"],
+        "clusterforge_mgmt_ip": node["mgmt_ip"],
+        "clusterforge_mgmt_netdev": node["mgmt_netdev"],
+        "clusterforge_rails": node["rails"],
+        "clusterforge_expectation_digest": node["expectation_digest"],
+        **({"clusterforge_bmc": node["bmc"]} if node.get("bmc") else {}),
+    }
+
+
+def hosts_yml(plan: Plan) -> dict[str, Any]:
+    """The inventory as a YAML-ready dict. Hosts carry their vars once, under their pool group."""
+    groups: dict[str, dict[str, Any]] = {}
+
+    def member(group: str, host: str, hvars: dict[str, Any] | None = None) -> None:
+        groups.setdefault(group, {"hosts": {}})["hosts"][host] = hvars
+
+    doc = plan.doc
+    for n in doc["nodes"]:
+        member(group_name("pool", n["pool"]), n["name"], host_vars(n))
+        member(group_name("sku", n["sku"]), n["name"])
+        member(group_name("rack", n["rack"]), n["name"])
+        member(group_name("su", f"{n['fabric']}_{n['su']}"), n["name"])
+        member(group_name("fabric", n["fabric"]), n["name"])
+        member(group_name("fabric_type", n["fabric_type"]), n["name"])
+        member(group_name("target", doc["target"]), n["name"])
+    for g in groups.values():
+        g["hosts"] = {h: (v if v is not None else None) for h, v in g["hosts"].items()}
+    return {"all": {"children": dict(sorted(groups.items()))}}
+
+
+def all_vars(plan: Plan) -> dict[str, Any]:
+    """Cluster-wide facts plus the role knobs derived from the spec (docs/contracts.md)."""
+    d = plan.doc
+    t, sw, roce = d["tuning"], d["software"], d["tuning"]["roce"]
+    out: dict[str, Any] = {
+        "clusterforge_cluster": d["cluster"],
+        "clusterforge_plan_hash": d["plan_hash"],
+        "clusterforge_target": d["target"],
+        "clusterforge_pool_manager": d["pool_manager"],
+        "clusterforge_software": sw,
+        "clusterforge_tuning": t,
+        "clusterforge_certification": d["certification"],
+        "clusterforge_rollout_serial": d["rollout"]["serial"],
+        "clusterforge_rollout_max_fail_percentage": d["rollout"]["max_fail_percentage"],
+        "os_tuning_cstate_max": t["cstate_max"],
+        "os_tuning_hugepages_size": t["hugepages"]["size"],
+        "os_tuning_hugepages_count": t["hugepages"]["count"],
+        "os_tuning_hugepages_per_numa": t["hugepages"]["per_numa"],
+        "os_tuning_governor": t["governor"],
+        "os_tuning_thp": t["thp"],
+        "os_tuning_numa_balancing": t["numa_balancing"],
+        "os_tuning_iommu": t["iommu"],
+        "os_tuning_tuned_profile": t["tuned_profile"] or "",
+        "os_tuning_irqbalance_enabled": t["irqbalance"],
+        "os_tuning_time_servers": t["time_servers"],
+        "nvidia_gpu_driver_branch": sw["nvidia_driver"]["branch"],
+        "nvidia_gpu_driver_version": sw["nvidia_driver"]["version"],
+        "nvidia_gpu_dcgm_version": sw["dcgm"],
+        "nvidia_gpu_cuda_version": sw["cuda"],
+        "nvidia_gpu_ecc_enabled": t["ecc"],
+        "nvidia_gpu_mig_enabled": t["mig"],
+        "nvidia_gpu_acs_disable": t["acs_disable"],
+        "rdma_rails": "{{ clusterforge_rails }}",
+        "rdma_roce_lossless_priority": roce["lossless_priority"],
+        "rdma_roce_dscp": roce["dscp"],
+        "rdma_roce_cnp_dscp": roce["cnp_dscp"],
+        "rdma_roce_cnp_priority": roce["cnp_priority"],
+        "rdma_roce_mtu": roce["mtu"],
+        "rdma_roce_ecn": roce["ecn"],
+        "rdma_roce_tos": roce["tos"],
+        "nccl_socket_ifname": "{{ clusterforge_mgmt_netdev }}",
+        "nccl_net_gdr_level": "PXB",
+    }
+    if d["target"] == "lab":
+        root = f"{LAB_ROOT}/{d['cluster']}"
+        out.update({
+            "ansible_user": "root",
+            "ansible_ssh_private_key_file": f"{root}/ssh/id_ed25519",
+            "ansible_ssh_common_args": f"-o UserKnownHostsFile={root}/ssh/known_hosts -o StrictHostKeyChecking=yes",
+            "nvidia_gpu_apt_repo": LAB_APT_REPO,
+            "nvidia_gpu_apt_repo_trusted": True,
+        })
+    return out
+
+
+def roce_vars(plan: Plan) -> dict[str, Any]:
+    """Vars of group fabric_type_roce: NCCL ignores RDMA-CM's default ToS, so it gets its own."""
+    return {"nccl_ib_tc": plan.doc["tuning"]["roce"]["tos"], "nccl_ib_gid_index": 3}
+
+
+def sku_vars(sku: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "clusterforge_sku_spec": sku,
+        "nvidia_gpu_fabricmanager_enabled": bool(sku["gpu"]["nvswitch"]),
+        "rdma_link_layer": sku["compute_nics"]["link_layer"],
+    }

@@ -1,0 +1,177 @@
+"""SKU model: what a node of a given hardware configuration is, and what it must measure.
+
+The catalog itself is data (YAML files in `catalog/`), each figure with its source.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from clusterforge.errors import InputError, Problem
+from clusterforge.spec.yamlsrc import load_yaml_text
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Sourced(_Strict):
+    """A figure with its unit and where it comes from."""
+
+    value: float
+    unit: str
+    source: str
+    marker: Literal["verified", "secondary", "derived"] = "secondary"
+
+
+class NvLink(_Strict):
+    links_per_gpu: int = Field(ge=0)
+    generation: int = Field(ge=0)
+    topo_link: str  # expected `nvidia-smi topo -m` GPU<->GPU entry, e.g. NV18
+    link_speed_gbs: float = Field(gt=0)  # per link, as `nvidia-smi nvlink -s` prints it
+
+
+class Pcie(_Strict):
+    generation: int = Field(ge=3, le=6)
+    width: int = Field(ge=1, le=16)
+
+
+class Gpu(_Strict):
+    model: str  # product name as nvidia-smi prints it
+    count: int = Field(ge=1, le=16)
+    memory_mib: int = Field(gt=0)
+    architecture: Literal["ampere", "hopper", "blackwell"]
+    nvswitch: bool
+    nvlink: NvLink
+    pcie: Pcie
+    power_limit_w: int = Field(gt=0)
+    hbm_bandwidth_gbs: float = Field(gt=0)
+    dcgm_sku_name: str | None = None
+
+
+class Cpu(_Strict):
+    vendor: Literal["intel", "amd", "arm"]
+    model: str
+    sockets: int = Field(ge=1)
+    cores_per_socket: int = Field(ge=1)
+    numa_nodes: int = Field(ge=1)
+
+
+class RailNic(_Strict):
+    """One compute NIC: its rail, RDMA device, netdev, paired GPU and NUMA node."""
+
+    rail: int = Field(ge=0)
+    hca: str
+    netdev: str = Field(max_length=15)
+    gpu: int = Field(ge=0)
+    numa: int = Field(ge=0)
+    pci: str  # bus id, e.g. 0000:18:00.0
+    gpu_link: str = "PIX"  # expected `nvidia-smi topo -m` GPU<->NIC entry
+
+
+class ComputeNics(_Strict):
+    model: str
+    part_id: str  # e.g. MT4129 (ConnectX-7)
+    speed_gbps: int = Field(gt=0)
+    link_layer: Literal["InfiniBand", "Ethernet"]
+    firmware_prefix: str  # e.g. "28." for ConnectX-7
+    rails: list[RailNic]
+
+    @property
+    def count(self) -> int:
+        return len(self.rails)
+
+    @model_validator(mode="after")
+    def _rails_consistent(self) -> ComputeNics:
+        idx = [r.rail for r in self.rails]
+        if idx != list(range(len(idx))):
+            raise ValueError(f"rails must be numbered 0..{len(idx) - 1} in order, found {idx}")
+        for attr in ("hca", "netdev", "pci"):
+            vals = [getattr(r, attr) for r in self.rails]
+            if len(set(vals)) != len(vals):
+                raise ValueError(f"rail {attr} values must be unique, found {vals}")
+        return self
+
+
+class EthNics(_Strict):
+    count: int = Field(ge=0)
+    speed_gbps: int = Field(gt=0)
+    netdev: str = Field(max_length=15)
+
+
+class Thresholds(_Strict):
+    """Certification floors and ceilings for one SKU; each figure carries its source."""
+
+    allreduce_busbw_gbs: Sourced  # single-node 8-GPU all_reduce bus bandwidth floor
+    ib_write_bw_gbps: Sourced  # per rail port, ib_write_bw average floor
+    h2d_gbs: Sourced  # nvbandwidth host->device CE, per GPU
+    d2h_gbs: Sourced
+    d2d_gbs: Sourced  # nvbandwidth device<->device read CE, per pair
+    hbm_bandwidth_gbs: Sourced
+    ecc_sram_correctable_max: Sourced
+    ecc_dram_correctable_max: Sourced
+    retired_pages_max: Sourced
+    ib_error_counters_max: dict[str, int]  # sysfs counter name -> max
+    ib_error_counters_source: str
+
+
+class Sku(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str
+    node_power_kw: float = Field(gt=0)
+    node_power_source: str
+    gpu: Gpu
+    cpu: Cpu
+    compute_nics: ComputeNics
+    storage_nics: EthNics
+    management_nic: EthNics
+    thresholds: Thresholds
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _gpu_map(self) -> Sku:
+        for r in self.compute_nics.rails:
+            if r.gpu >= self.gpu.count:
+                raise ValueError(f"rail {r.rail} maps to GPU {r.gpu} but the SKU has {self.gpu.count} GPUs")
+            if r.numa >= self.cpu.numa_nodes:
+                raise ValueError(f"rail {r.rail} maps to NUMA {r.numa}; the SKU has {self.cpu.numa_nodes}")
+        return self
+
+
+def _catalog_files() -> dict[str, str]:
+    root = resources.files("clusterforge.spec") / "catalog"
+    return {f.name[: -len(".yaml")]: f.read_text(encoding="utf-8")
+            for f in root.iterdir() if f.name.endswith(".yaml")}
+
+
+@cache
+def catalog() -> dict[str, Sku]:
+    """Every SKU shipped with clusterforge, by name."""
+    out: dict[str, Sku] = {}
+    for stem, text in sorted(_catalog_files().items()):
+        doc = load_yaml_text(text, f"clusterforge/spec/catalog/{stem}.yaml")
+        try:
+            sku = Sku.model_validate(doc.data)
+        except Exception as exc:  # a broken catalog is a bug in clusterforge, not user input
+            raise RuntimeError(f"SKU catalog file {stem}.yaml is invalid: {exc}") from exc
+        if sku.name != stem:
+            raise RuntimeError(f"SKU catalog file {stem}.yaml declares name {sku.name!r}")
+        out[sku.name] = sku
+    return out
+
+
+def catalog_sku(name: str, file: str, path: str, line: int | None) -> Sku:
+    skus = catalog()
+    if name not in skus:
+        import difflib
+
+        near = difflib.get_close_matches(name, list(skus), n=1)
+        hint = f"did you mean '{near[0]}'? " if near else ""
+        raise InputError([Problem(file, path, f"a catalog SKU ({', '.join(sorted(skus))}) or an inline definition",
+                                  f"'{name}'", f"{hint}use a catalog name or define the SKU inline", line)],
+                         "invalid cluster spec")
+    return skus[name]
