@@ -175,7 +175,7 @@ def fabric_doc(f: Fabric, requested: str) -> dict[str, Any]:
         "bisection_gbps": f.bisection_gbps, "max_switch_hops": f.max_switch_hops,
         "max_switch_hops_any_rail": f.max_switch_hops_any_rail,
         "switches": [list(s) for s in f.switches],
-        "switch_fields": ["name", "role", "su", "rail", "pod", "group", "index", "radix", "ports_used"],
+        "switch_fields": ["name", "role", "su", "rail", "pod", "group", "position", "radix", "ports_used"],
         "links": [list(x) for x in f.links],
         "link_fields": ["kind", "a_dev", "a_port", "b_dev", "b_port", "speed_gbps"],
         "failure_domains": {
