@@ -1,0 +1,73 @@
+"""Small helpers shared by the parsers (not part of the public API)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .errors import ParseError
+
+#: Lines an author puts where they cut real output ("[...]", "...", "(...)").
+ELISION_MARKERS = frozenset({"[...]", "...", "(...)", "[…]", "…"})
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CPULIST_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+def is_elision(line: str) -> bool:
+    """True for a line that is only an author's elision marker."""
+    return line.strip() in ELISION_MARKERS
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI_RE.sub("", text)
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on newlines (CRLF tolerated) keeping leading whitespace; trailing whitespace is kept too."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def numbered(lines: list[str]) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, line)."""
+    return ((i + 1, line) for i, line in enumerate(lines))
+
+
+def require_text(tool: str, text: str) -> None:
+    if not isinstance(text, str):
+        raise ParseError(tool, f"expected text, got {type(text).__name__}")
+    if not text.strip():
+        raise ParseError(tool, "empty output")
+
+
+def is_cpulist(value: str) -> bool:
+    return bool(_CPULIST_RE.match(value))
+
+
+def parse_cpulist(value: str) -> tuple[int, ...]:
+    """Expand a Linux CPU list ("0-15,128-143") into sorted CPU numbers."""
+    value = value.strip()
+    if not _CPULIST_RE.match(value):
+        raise ValueError(f"not a CPU list: {value!r}")
+    cpus: set[int] = set()
+    for part in value.split(","):
+        lo, _, hi = part.partition("-")
+        start, end = int(lo), int(hi) if hi else int(lo)
+        if end < start:
+            raise ValueError(f"descending range in CPU list: {value!r}")
+        cpus.update(range(start, end + 1))
+    return tuple(sorted(cpus))
+
+
+def to_int(tool: str, value: str, what: str, *, line_no: int | None = None, base: int = 10) -> int:
+    try:
+        return int(value.strip(), base)
+    except ValueError:
+        raise ParseError(tool, f"{what} is not an integer: {value!r}", line_no=line_no) from None
+
+
+def to_float(tool: str, value: str, what: str, *, line_no: int | None = None) -> float:
+    try:
+        return float(value.strip())
+    except ValueError:
+        raise ParseError(tool, f"{what} is not a number: {value!r}", line_no=line_no) from None
