@@ -32,7 +32,7 @@ plan: venv ## Validate SPEC and write inventory/generated/<cluster>/
 	$(BIN)/clusterforge plan $(SPEC)
 
 provision: venv system-deps collections ## Lab up -> plan -> provision -> quick certification -> admit (SPEC)
-	$(BIN)/clusterforge provision $(SPEC)
+	$(BIN)/clusterforge provision $(SPEC) --certify
 
 certify: venv ## Certify nodes of SPEC (TIER=quick|full)
 	$(BIN)/clusterforge certify $(SPEC) --tier $(or $(TIER),quick)

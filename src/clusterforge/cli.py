@@ -55,6 +55,37 @@ def plan(
         print_summary(p, str(dest), console)
 
 
+@app.command()
+def provision(
+    spec: SpecArg = DEFAULT_SPEC,
+    limit: Annotated[str | None, typer.Option(help="Ansible host pattern")] = None,
+    tags: Annotated[str | None, typer.Option(help="only these role tags")] = None,
+    check: Annotated[bool, typer.Option("--check", help="predict changes, change nothing")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="show before/after of each change")] = False,
+    forks: Annotated[int | None, typer.Option(help="parallel hosts (default: sized from the inventory)")] = None,
+    no_reboot: Annotated[bool, typer.Option("--no-reboot", help="leave boot-time changes pending")] = False,
+    certify: Annotated[bool, typer.Option(help="run the quick tier and admit passing nodes afterwards")] = False,
+) -> None:
+    """Configure every node of SPEC to the declared state (site.yml, rolling, drain → reboot → resume)."""
+    from clusterforge.run.pipeline import provision_flow
+    from clusterforge.run.provision import Options
+
+    rc = provision_flow(spec, Options(limit=limit, tags=tags, check=check, diff=diff, forks=forks,
+                                      no_reboot=no_reboot), console)
+    if rc == 0 and certify and not check:
+        rc = _certify_after_provision(spec, limit)
+    raise typer.Exit(rc)
+
+
+def _certify_after_provision(spec: Path, limit: str | None) -> int:
+    try:
+        from clusterforge.certify.pipeline import certify_flow
+    except ImportError:
+        console.print("[yellow]certification is not part of this build yet: nodes provisioned, not admitted[/]")
+        return 0
+    return int(certify_flow(spec, tier="quick", limit=limit, admit=True, console=console))
+
+
 def _mount_optional(module: str, attr: str, name: str, help_text: str) -> None:
     """Attach a sub-application that lives in its own package."""
     import importlib
@@ -67,6 +98,10 @@ def _mount_optional(module: str, attr: str, name: str, help_text: str) -> None:
 
 
 _mount_optional("clusterforge.lab.cli", "app", "lab", "Local lab: simulated GPU nodes on this machine.")
+_mount_optional("clusterforge.pool.cli", "app", "pool", "Pool membership: status, admit, drain.")
+_mount_optional("clusterforge.records.cli", "app", "certificate", "Node certificates: verify.")
+_mount_optional("clusterforge.pulumi.cli", "app", "inventory", "Inventory from a Pulumi stack's outputs.")
+_mount_optional("clusterforge.certify.cli", "certify_app", "certify", "Certify nodes against the plan.")
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Runs: Ansible through ansible-runner (provision, check/diff), rolling reboots, run records."""

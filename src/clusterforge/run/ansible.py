@@ -1,0 +1,213 @@
+"""Run a playbook with ansible-runner and collect per-host, per-task results from its events.
+
+Each run gets a fresh private_data_dir: ansible-runner persists `env/cmdline` there, and a reused
+folder would leak e.g. `--check` into later runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[3]
+PLAYBOOKS = REPO / "playbooks"
+COLLECTIONS = REPO / "collections"
+FACT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clusterforge" / "facts"
+
+
+@dataclass
+class TaskResult:
+    host: str
+    task: str
+    role: str
+    status: str  # ok | changed | failed | unreachable | skipped
+    message: str = ""
+    diff: list[dict[str, Any]] = field(default_factory=list)
+    stdout: str = ""
+
+
+@dataclass
+class HostResult:
+    host: str
+    ok: int = 0
+    changed: int = 0
+    failed: int = 0
+    unreachable: int = 0
+    skipped: int = 0
+    started: float = 0.0
+    ended: float = 0.0
+    failed_task: str = ""
+    message: str = ""
+    changed_tasks: list[str] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        if self.unreachable:
+            return "unreachable"
+        if self.failed:
+            return "failed"
+        return "changed" if self.changed else "ok"
+
+    @property
+    def duration(self) -> float:
+        return max(0.0, self.ended - self.started)
+
+
+@dataclass
+class PlaybookResult:
+    playbook: str
+    rc: int
+    status: str
+    hosts: dict[str, HostResult]
+    tasks: list[TaskResult]
+    private_data_dir: str
+    duration: float
+
+    @property
+    def failed_hosts(self) -> list[HostResult]:
+        return [h for h in self.hosts.values() if h.status in ("failed", "unreachable")]
+
+
+EventHook = Callable[[dict[str, Any]], None]
+
+
+def runner_env(forks: int | None = None) -> dict[str, str]:
+    """Environment for ansible: venv tools first on PATH, project collections, tuned SSH, fact cache."""
+    venv_bin = str(Path(sys.executable).parent)
+    env = {
+        "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS),
+        "ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles"),
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
+        "ANSIBLE_PIPELINING": "True",
+        "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=120s -o ServerAliveInterval=15",
+        "ANSIBLE_GATHERING": "smart",
+        "ANSIBLE_CACHE_PLUGIN": "jsonfile",
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(FACT_CACHE),
+        "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "3600",
+        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_DISPLAY_SKIPPED_HOSTS": "False",
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    cfg = PLAYBOOKS / "ansible.cfg"
+    if cfg.exists():
+        env["ANSIBLE_CONFIG"] = str(cfg)
+    if forks:
+        env["ANSIBLE_FORKS"] = str(forks)
+    return env
+
+
+def _message(res: dict[str, Any]) -> str:
+    for key in ("msg", "stderr", "reason"):
+        val = res.get(key)
+        if val:
+            return str(val).strip()[:500]
+    return ""
+
+
+def run_playbook(
+    playbook: str,
+    inventory: Path,
+    *,
+    limit: str | None = None,
+    tags: str | None = None,
+    skip_tags: str | None = None,
+    check: bool = False,
+    diff: bool = False,
+    forks: int | None = None,
+    extravars: dict[str, Any] | None = None,
+    on_event: EventHook | None = None,
+    keep_artifacts: Path | None = None,
+) -> PlaybookResult:
+    """Run `playbooks/<playbook>` on `inventory` (a folder with hosts.yml and group_vars/)."""
+    import ansible_runner  # heavy import, only when running
+
+    pdd = Path(tempfile.mkdtemp(prefix="clusterforge-run-"))
+    hosts: dict[str, HostResult] = {}
+    tasks: list[TaskResult] = []
+    t0 = time.time()
+
+    def host(name: str) -> HostResult:
+        h = hosts.get(name)
+        if h is None:
+            h = hosts[name] = HostResult(name, started=time.time())
+        return h
+
+    def handler(ev: dict[str, Any]) -> bool:
+        data = ev.get("event_data", {}) or {}
+        kind = ev.get("event", "")
+        name = data.get("host")
+        if name and kind.startswith("runner_on_") and kind not in ("runner_on_start",):
+            h = host(name)
+            h.ended = time.time()
+            res = data.get("res", {}) or {}
+            task = data.get("task", "")
+            role = data.get("role", "")
+            if kind == "runner_on_ok":
+                st = "changed" if res.get("changed") else "ok"
+                if res.get("changed"):
+                    h.changed_tasks.append(f"{role}: {task}" if role else task)
+            elif kind == "runner_on_failed":
+                st = "ok" if data.get("ignore_errors") else "failed"
+                if st == "failed":
+                    h.failed_task, h.message = (f"{role}: {task}" if role else task), _message(res)
+            elif kind == "runner_on_unreachable":
+                st = "unreachable"
+                h.failed_task, h.message = task, _message(res)
+            elif kind == "runner_on_skipped":
+                st = "skipped"
+            else:
+                st = ""
+            if st:
+                tasks.append(TaskResult(name, task, role, st, _message(res) if st != "ok" else "",
+                                        list(res.get("diff", []) or []) if isinstance(res.get("diff"), list)
+                                        else ([res["diff"]] if res.get("diff") else []),
+                                        str(res.get("stdout", ""))[:4000]))
+        if on_event:
+            on_event(ev)
+        return True
+
+    cmdline = []
+    if check:
+        cmdline.append("--check")
+    if diff:
+        cmdline.append("--diff")
+    try:
+        r = ansible_runner.run(
+            private_data_dir=str(pdd),
+            project_dir=str(PLAYBOOKS),
+            playbook=playbook,
+            inventory=str(inventory),
+            limit=limit,
+            tags=tags,
+            skip_tags=skip_tags,
+            cmdline=" ".join(cmdline) or None,
+            forks=forks,
+            extravars=extravars or {},
+            envvars=runner_env(forks),
+            event_handler=handler,
+            quiet=True,
+            suppress_env_files=True,
+        )
+        stats = r.stats or {}
+        for key, attr in (("ok", "ok"), ("changed", "changed"), ("failures", "failed"),
+                          ("dark", "unreachable"), ("skipped", "skipped")):
+            for name, n in (stats.get(key) or {}).items():
+                h = host(name)
+                setattr(h, attr, int(n))
+                h.stats[key] = int(n)
+        result = PlaybookResult(playbook, int(r.rc), str(r.status), hosts, tasks, str(pdd), time.time() - t0)
+    finally:
+        if keep_artifacts is not None:
+            keep_artifacts.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(pdd / "artifacts", keep_artifacts / "artifacts", dirs_exist_ok=True)
+        shutil.rmtree(pdd, ignore_errors=True)
+    return result

@@ -1,0 +1,67 @@
+"""The user-facing flows that chain stages: spec → plan → (lab) → provision → certify → admit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from clusterforge.errors import ExitCode
+
+GENERATED = Path("inventory/generated")
+
+
+def load_plan(spec: Path, out: Path = GENERATED) -> tuple[Any, Path]:
+    """Validate the spec, compile the plan and write the inventory; returns (Plan, inventory folder)."""
+    from clusterforge.plan import build_plan
+    from clusterforge.plan.outputs import write_outputs
+    from clusterforge.spec import load_spec
+
+    plan = build_plan(load_spec(spec))
+    return plan, write_outputs(plan, out)
+
+
+def pool_manager(plan_doc: dict[str, Any]) -> Any:
+    """The pool manager the spec names, or None when that part is not installed."""
+    try:
+        from clusterforge.pool import manager_for
+    except ImportError:
+        return None
+    return manager_for(plan_doc)
+
+
+def ensure_lab(plan_doc: dict[str, Any], console: Console) -> None:
+    if plan_doc["target"] != "lab":
+        return
+    from clusterforge.lab import Lab
+
+    console.print("[bold]»[/] lab up (idempotent)")
+    lab = Lab(plan_doc)
+    lab.up()
+
+
+def print_report(report: Any, console: Console) -> None:
+    t = Table("host", "status", "changed", "pending reboot", "rebooted", "duration s", "failing task / message",
+              title=f"provision {report.run_id} ({'check' if report.check else 'apply'})")
+    for h in sorted(report.hosts.values(), key=lambda x: x.host):
+        style = {"failed": "red", "unreachable": "red", "changed": "yellow"}.get(h.status, "")
+        t.add_row(h.host, f"[{style}]{h.status}[/]" if style else h.status, str(h.changed),
+                  ", ".join(h.pending_reboot) or "-", "yes" if h.rebooted else "-", f"{h.duration:.1f}",
+                  f"{h.failed_task}: {h.message}" if h.failed_task else "")
+    console.print(t)
+    if report.aborted:
+        console.print(f"[red]aborted[/]: {report.aborted}")
+
+
+def provision_flow(spec: Path, opts: Any, console: Console) -> int:
+    from clusterforge.run.provision import provision
+
+    plan, inv = load_plan(spec)
+    ensure_lab(plan.doc, console)
+    report = provision(plan.doc, inv, opts, None if opts.check else pool_manager(plan.doc), console)
+    path = report.write()
+    print_report(report, console)
+    console.print(f"run record: {path}")
+    return int(ExitCode.OK if report.ok else ExitCode.NOT_AS_DECLARED)

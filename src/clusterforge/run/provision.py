@@ -1,0 +1,205 @@
+"""`clusterforge provision`: site.yml in rolling batches, then drain → reboot → check → resume.
+
+The loop lives here, in Python between batches (see docs/provisioning.md): the controller owns the pool
+(drain/resume through the pool manager), decides from every host's pending-reboot record which nodes to
+reboot, and only resumes a node that came back and converged.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from rich.console import Console
+
+from clusterforge.run.ansible import PlaybookResult, run_playbook
+from clusterforge.run.batches import batches, over_fail_limit
+from clusterforge.run.progress import Progress
+
+PENDING_FILE = "/var/lib/clusterforge/reboot-required"
+STATE = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "clusterforge"
+
+
+class Pool(Protocol):
+    def drain(self, node: str, reason: str) -> None: ...
+    def resume(self, node: str) -> None: ...
+
+
+@dataclass
+class Options:
+    limit: str | None = None
+    tags: str | None = None
+    check: bool = False
+    diff: bool = False
+    forks: int | None = None
+    no_reboot: bool = False
+    reboot_timeout: int = 600
+
+
+@dataclass
+class HostRecord:
+    host: str
+    status: str = "ok"  # ok | changed | failed | unreachable | skipped
+    changed: int = 0
+    failed_task: str = ""
+    message: str = ""
+    duration: float = 0.0
+    pending_reboot: list[str] = field(default_factory=list)
+    rebooted: bool = False
+    drained: bool = False
+    changed_tasks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProvisionReport:
+    run_id: str
+    cluster: str
+    plan_hash: str
+    check: bool
+    started: float
+    ended: float = 0.0
+    aborted: str = ""
+    hosts: dict[str, HostRecord] = field(default_factory=dict)
+    who: str = field(default_factory=lambda: getpass.getuser())
+    where: str = field(default_factory=socket.gethostname)
+
+    @property
+    def failed(self) -> list[HostRecord]:
+        return [h for h in self.hosts.values() if h.status in ("failed", "unreachable")]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.aborted
+
+    def write(self, folder: Path | None = None) -> Path:
+        folder = folder or STATE / "runs"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"provision-{self.run_id}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True))
+        os.replace(tmp, path)
+        return path
+
+
+def resolve_hosts(inventory: Path, limit: str | None) -> list[str]:
+    """Hosts the limit pattern selects, in inventory order (Ansible's own pattern rules)."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    inv = InventoryManager(loader=DataLoader(), sources=[str(inventory / "hosts.yml")])
+    if limit:
+        inv.subset(limit)
+    return [h.name for h in inv.get_hosts("all")]
+
+
+def _merge(report: ProvisionReport, res: PlaybookResult) -> None:
+    for name, h in res.hosts.items():
+        rec = report.hosts.setdefault(name, HostRecord(name))
+        rec.duration += h.duration
+        rec.changed += h.changed
+        rec.changed_tasks += h.changed_tasks
+        order = ["ok", "changed", "failed", "unreachable"]
+        if order.index(h.status) >= order.index(rec.status if rec.status in order else "ok"):
+            rec.status = h.status
+        if h.failed_task:
+            rec.failed_task, rec.message = h.failed_task, h.message
+
+
+def pending_reboots(inventory: Path, hosts: list[str]) -> dict[str, list[str]]:
+    """Read each host's pending-reboot record (one reason per line), written by the roles."""
+    res = run_playbook("pending.yml", inventory, limit=",".join(hosts),
+                       extravars={"clusterforge_pending_file": PENDING_FILE})
+    out: dict[str, list[str]] = {}
+    for t in res.tasks:
+        if t.task == "Read the pending-reboot record" and t.status in ("ok", "changed"):
+            reasons = [ln.strip() for ln in t.stdout.splitlines() if ln.strip()]
+            if reasons:
+                out[t.host] = reasons
+    return out
+
+
+def provision(plan_doc: dict[str, Any], inventory: Path, opts: Options, pool: Pool | None,
+              console: Console | None = None) -> ProvisionReport:
+    console = console or Console()
+    report = ProvisionReport(uuid.uuid4().hex[:12], plan_doc["cluster"], plan_doc["plan_hash"], opts.check,
+                             time.time())
+    hosts = resolve_hosts(inventory, opts.limit)
+    rollout = plan_doc["rollout"]
+    groups = batches(hosts, rollout["serial"])
+    failed_total = 0
+    progress = Progress(console, hosts)
+    with progress:
+        for i, batch in enumerate(groups, 1):
+            progress.phase(f"batch {i}/{len(groups)}: site.yml")
+            res = run_playbook("site.yml", inventory, limit=",".join(batch), tags=opts.tags, check=opts.check,
+                               diff=opts.diff, forks=opts.forks, on_event=progress.event)
+            _merge(report, res)
+            if opts.diff and opts.check:
+                progress.diffs(res.tasks)
+            good = [h for h in batch if report.hosts.get(h, HostRecord(h)).status in ("ok", "changed")]
+            if not opts.check and good:
+                _reboot_pending(report, inventory, good, opts, pool, progress)
+            failed_total += sum(1 for h in batch if report.hosts.get(h, HostRecord(h)).status
+                                in ("failed", "unreachable"))
+            if over_fail_limit(failed_total, len(hosts), rollout["max_fail_percentage"]) and i < len(groups):
+                report.aborted = (f"{failed_total} of {len(hosts)} hosts failed, over max_fail_percentage "
+                                  f"{rollout['max_fail_percentage']}%: later batches not started")
+                break
+    for h in hosts:
+        report.hosts.setdefault(h, HostRecord(h, status="skipped" if report.aborted else "ok"))
+    report.ended = time.time()
+    return report
+
+
+def _reboot_pending(report: ProvisionReport, inventory: Path, hosts: list[str], opts: Options,
+                    pool: Pool | None, progress: Progress) -> None:
+    pending = pending_reboots(inventory, hosts)
+    for h, reasons in pending.items():
+        report.hosts[h].pending_reboot = reasons
+    if not pending or opts.no_reboot:
+        return
+    names = sorted(pending)
+    progress.phase(f"drain → reboot → check → resume: {', '.join(names)}")
+    for h in names:
+        if pool is not None:
+            pool.drain(h, f"clusterforge: reboot for {', '.join(pending[h])[:100]}")
+            report.hosts[h].drained = True
+    res = run_playbook("reboot.yml", inventory, limit=",".join(names), forks=opts.forks,
+                       extravars={"clusterforge_pending_file": PENDING_FILE,
+                                  "clusterforge_reboot_timeout": opts.reboot_timeout}, on_event=progress.event)
+    back = [h for h in names if res.hosts.get(h) and res.hosts[h].status in ("ok", "changed")]
+    for h in names:
+        if h not in back:
+            rec = report.hosts[h]
+            rec.status = "unreachable" if res.hosts.get(h) and res.hosts[h].unreachable else "failed"
+            hr = res.hosts.get(h)
+            rec.failed_task = hr.failed_task if hr else "reboot"
+            rec.message = (hr.message if hr else "") or "did not come back from reboot; left drained"
+    if not back:
+        return
+    for h in back:
+        report.hosts[h].rebooted = True
+    # check: converge again after boot (runtime settings, boot-time units); nothing may fail and
+    # nothing may still be pending before the node goes back into the pool.
+    res = run_playbook("site.yml", inventory, limit=",".join(back), forks=opts.forks, on_event=progress.event)
+    still = pending_reboots(inventory, back)
+    for h in back:
+        hr = res.hosts.get(h)
+        rec = report.hosts[h]
+        rec.pending_reboot = still.get(h, [])
+        if hr is None or hr.status in ("failed", "unreachable") or h in still:
+            rec.status = "failed"
+            rec.failed_task = (hr.failed_task if hr and hr.failed_task else "post-reboot check")
+            rec.message = (hr.message if hr and hr.message else
+                           f"still pending after reboot: {', '.join(still.get(h, []))}") + "; left drained"
+            continue
+        if pool is not None:
+            pool.resume(h)
+            rec.drained = False
