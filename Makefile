@@ -41,7 +41,7 @@ burnin: venv ## Burn-in run on drained nodes of SPEC
 	$(BIN)/clusterforge burnin $(SPEC) --iterations $(or $(ITERATIONS),3)
 
 drift: venv ## Compare every node with the declared state (exit 3 on drift)
-	$(BIN)/clusterforge drift $(SPEC)
+	$(BIN)/clusterforge drift $(SPEC) $(DRIFT_ARGS)
 
 up: ## pulumi up in stacks/cluster (needs the Pulumi CLI)
 	@if command -v pulumi >/dev/null; then cd stacks/cluster && pulumi up; else \

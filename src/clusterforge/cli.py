@@ -77,6 +77,24 @@ def provision(
     raise typer.Exit(rc)
 
 
+@app.command()
+def drift(
+    spec: SpecArg = DEFAULT_SPEC,
+    fmt: Annotated[str, typer.Option("--format", help="text | json | junit | markdown")] = "text",
+    limit: Annotated[str | None, typer.Option(help="Ansible host pattern")] = None,
+    allow_unreachable: Annotated[bool, typer.Option("--allow-unreachable",
+                                                    help="unreachable nodes are not drift")] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="provision and re-certify the drifted nodes")] = False,
+    output: Annotated[Path | None, typer.Option(help="also write the report to this file")] = None,
+) -> None:
+    """Does every node still match the declared cluster? Exit 0 no drift, 3 drift, 2 bad input, 1 tool failed."""
+    from clusterforge.drift.pipeline import drift_flow
+
+    if fmt not in ("text", "json", "junit", "markdown"):
+        raise typer.BadParameter(f"--format must be text, json, junit or markdown, not {fmt!r}")
+    raise typer.Exit(drift_flow(spec, fmt, limit, allow_unreachable, fix, output, console))
+
+
 def _certify_after_provision(spec: Path, limit: str | None) -> int:
     try:
         from clusterforge.certify.pipeline import certify_flow

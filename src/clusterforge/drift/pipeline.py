@@ -1,0 +1,57 @@
+"""Drift flow for the CLI: plan → drift report → render → (optional) fix → exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from clusterforge.drift import formats
+from clusterforge.drift.model import DriftReport
+from clusterforge.drift.run import drift
+from clusterforge.errors import ExitCode
+from clusterforge.run.pipeline import load_plan
+
+
+def render(report: DriftReport, fmt: str, allow_unreachable: bool) -> str:
+    if fmt == "json":
+        return formats.as_json(report)
+    if fmt == "junit":
+        return formats.junit(report)
+    if fmt == "markdown":
+        return formats.markdown(report, allow_unreachable)
+    return formats.text(report, allow_unreachable)
+
+
+def drift_flow(spec: Path, fmt: str, limit: str | None, allow_unreachable: bool, fix: bool,
+               output: Path | None, console: Console) -> int:
+    plan, inv = load_plan(spec)
+    report = drift(plan.doc, inv, limit)
+    text = render(report, fmt, allow_unreachable)
+    console.out(text, end="", highlight=False)
+    if output:
+        output.write_text(text)
+    if fix and report.drifted(allow_unreachable):
+        nodes = sorted({i.node for i in report.items if i.node not in report.unreachable})
+        if nodes:
+            from clusterforge.run.pipeline import pool_manager, print_report
+            from clusterforge.run.provision import Options, provision
+
+            console.print(f"[bold]»[/] fixing {', '.join(nodes)}")
+            rep = provision(plan.doc, inv, Options(limit=",".join(nodes)), pool_manager(plan.doc), console)
+            rep.write()
+            print_report(rep, console)
+            try:
+                from clusterforge.certify.pipeline import certify_flow
+
+                certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
+            except ImportError:
+                console.print("[yellow]certification not available in this build: nodes fixed, not re-certified[/]")
+            report = drift(plan.doc, inv, limit)
+            text = render(report, fmt, allow_unreachable)
+            console.out(text, end="", highlight=False)
+            if output:
+                output.write_text(text)
+    if report.errors and not report.drifted(allow_unreachable):
+        return int(ExitCode.TOOL_FAILED)
+    return int(ExitCode.NOT_AS_DECLARED if report.drifted(allow_unreachable) else ExitCode.OK)

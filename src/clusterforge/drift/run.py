@@ -1,0 +1,71 @@
+"""`clusterforge drift`: site.yml in check+diff mode plus the quick validators, merged per node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clusterforge.drift.ansible_diff import items_from_check_run
+from clusterforge.drift.model import DriftItem, DriftReport
+from clusterforge.run.ansible import run_playbook
+from clusterforge.run.provision import resolve_hosts
+
+
+def ansible_drift(report: DriftReport, inventory: Path, hosts: list[str], forks: int | None) -> None:
+    res = run_playbook("site.yml", inventory, limit=",".join(hosts), check=True, diff=True, forks=forks)
+    report.items += items_from_check_run(res)
+    for h in hosts:
+        hr = res.hosts.get(h)
+        if hr is None or hr.unreachable:
+            if h not in report.unreachable:
+                report.unreachable.append(h)
+        elif hr.failed:
+            report.errors.append(f"{h}: check run failed at '{hr.failed_task}': {hr.message}")
+
+
+def validator_drift(report: DriftReport, plan_doc: dict[str, Any], inventory: Path, hosts: list[str]) -> None:
+    """Failed quick-tier checks are drift; checks that could not run are tool errors."""
+    from clusterforge.certify.runner import run_checks
+
+    results = run_checks(plan_doc, inventory, tier="quick", nodes=hosts, record=False)
+    for node, checks in results.items():
+        for c in checks:
+            if c.status == "fail":
+                report.items.append(DriftItem(node, c.check_id, str(c.expected), str(c.found),
+                                              f"validator {c.check_id}", fix=c.fix or ""))
+            elif c.status == "error" and node not in report.unreachable:
+                report.errors.append(f"{node}: {c.check_id} could not run: {c.message}")
+
+
+def certificate_drift(report: DriftReport, plan_doc: dict[str, Any], hosts: list[str]) -> None:
+    """A certificate issued for another expectation digest means what the node is checked against changed."""
+    try:
+        from clusterforge.records.store import latest_certificates
+    except ImportError:
+        return
+    current = {n["name"]: n["expectation_digest"] for n in plan_doc["nodes"]}
+    for node, cert in latest_certificates(plan_doc["cluster"], hosts).items():
+        if cert and cert.get("expectation_digest") != current.get(node):
+            report.items.append(DriftItem(node, "certificate", current.get(node, "")[:16],
+                                          str(cert.get("expectation_digest", ""))[:16], "records",
+                                          severity="warning", fix=f"clusterforge certify --limit {node}"))
+
+
+def drift(plan_doc: dict[str, Any], inventory: Path, limit: str | None = None, forks: int | None = None,
+          validators: bool = True) -> DriftReport:
+    planned = [n["name"] for n in plan_doc["nodes"]]
+    hosts = resolve_hosts(inventory, limit)
+    report = DriftReport(plan_doc["cluster"], plan_doc["plan_hash"], hosts)
+    missing = [n for n in planned if n not in hosts] if not limit else []
+    for n in missing:
+        report.items.append(DriftItem(n, "inventory", "node in the inventory", "missing", "inventory"))
+    ansible_drift(report, inventory, hosts, forks)
+    reachable = [h for h in hosts if h not in report.unreachable]
+    if validators and reachable:
+        validator_drift(report, plan_doc, inventory, reachable)
+    certificate_drift(report, plan_doc, reachable)
+    for h in report.unreachable:
+        report.items.append(DriftItem(h, "reachability", "reachable over SSH", "unreachable", "ansible",
+                                      fix="check the node's power, network and sshd"))
+    report.items.sort(key=lambda i: (i.node, i.source, i.setting))
+    return report
