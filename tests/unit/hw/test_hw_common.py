@@ -1,0 +1,37 @@
+"""ParseError and shared helpers."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterforge import hw
+from clusterforge.hw._common import is_elision, parse_cpulist
+from clusterforge.hw.errors import ParseError
+
+
+def test_parse_error_is_value_error_and_names_tool_and_line() -> None:
+    err = ParseError("ibstat", "missing Port GUID", line_no=7, line="  State: Active")
+    assert isinstance(err, ValueError)
+    assert err.tool == "ibstat" and err.reason == "missing Port GUID" and err.line_no == 7
+    assert str(err) == "ibstat: missing Port GUID (line 7: '  State: Active')"
+
+
+def test_package_exports_parse_error_and_submodules() -> None:
+    assert hw.ParseError is ParseError
+    for name in ("nvidia_smi", "dcgmi", "nvbandwidth", "nccl_tests", "perftest", "ibstat", "ibv_devinfo",
+                 "ibdev2netdev", "rdma_link", "show_gids", "mlnx_qos", "mlxconfig", "xid", "procfs"):
+        assert hasattr(hw, name), name
+
+
+def test_cpulist() -> None:
+    assert parse_cpulist("0-2,8,10-11") == (0, 1, 2, 8, 10, 11)
+    with pytest.raises(ValueError):
+        parse_cpulist("0-")
+    with pytest.raises(ValueError):
+        parse_cpulist("5-2")
+
+
+@pytest.mark.parametrize("line", ["[...]", "   [...]", "...", "(...)"])
+def test_elision_markers(line: str) -> None:
+    assert is_elision(line)
+    assert not is_elision("Link 0: 25 GB/s")
