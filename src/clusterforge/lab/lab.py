@@ -1,0 +1,308 @@
+"""`Lab`: the Python API of the local lab (see docs/lab.md)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from clusterforge.errors import ClusterforgeError
+from clusterforge.lab import cleanup, config, image, labplan, net, node, procs, sshkeys
+from clusterforge.lab.labplan import LabNode, LabPlan
+from clusterforge.lab.repo import AptRepo
+from clusterforge.lab.slurm import SlurmController, controller_name
+
+log = logging.getLogger(__name__)
+
+
+class LabError(ClusterforgeError):
+    """The lab could not do what was asked (node not running, boot timeout, ...)."""
+
+
+class Lab:
+    def __init__(self, plan: str | Path | dict[str, Any] | LabPlan, state_base: Path | None = None) -> None:
+        self.plan: LabPlan = labplan.load(plan)
+        self.cluster = self.plan.cluster
+        self.root = (state_base or config.STATE_BASE) / self.cluster
+        self.ssh_dir = self.root / "ssh"
+        self.slurm = SlurmController(self.root)
+        self.repo = AptRepo(self.root)
+        self._lower: Path | None = None
+
+    # -- paths ---------------------------------------------------------------------------------------
+    @property
+    def known_hosts_path(self) -> Path:
+        return self.ssh_dir / "known_hosts"
+
+    @property
+    def ssh_key_path(self) -> Path:
+        return self.ssh_dir / "id_ed25519"
+
+    @property
+    def slurm_conf_path(self) -> Path:
+        return self.slurm.conf
+
+    def slurm_env(self) -> dict[str, str]:
+        """Environment for sinfo/scontrol/srun on the host."""
+        return self.slurm.env()
+
+    def paths(self, name: str) -> node.NodePaths:
+        return node.NodePaths(self.root / "nodes" / name)
+
+    def ssh_argv(self, name: str, *cmd: str) -> list[str]:
+        return sshkeys.ssh_argv(self.ssh_dir, self.plan.node(name), *cmd)
+
+    # -- infrastructure ------------------------------------------------------------------------------
+    def lower(self) -> Path:
+        if self._lower is None:
+            self._lower = image.ensure_image()
+        return self._lower
+
+    def _prereqs(self) -> None:
+        """What a single node needs: image, bridges, keys (cheap when present)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o755)
+        self.lower()
+        net.ensure_bridges(self.plan)
+        sshkeys.client_key(self.ssh_dir, self.cluster)
+        sshkeys.write_known_hosts(self.ssh_dir, self.plan.nodes)
+        self.slurm.ensure_key()
+
+    def infra_up(self) -> None:
+        """Image, bridges, SSH keys, Slurm controller, apt repository server."""
+        self._prereqs()
+        self.slurm.start(self.plan, os.cpu_count() or 1)
+        self.repo.build()
+        self.repo.start()
+
+    def infra_down(self) -> None:
+        """Stop the controller and the repository server; remove bridges when no lab node is left."""
+        self.slurm.stop()
+        self.repo.stop()
+        if not net.lab_netns():
+            net.remove_bridges()
+            net.release_netns_dir()
+
+    # -- whole lab -----------------------------------------------------------------------------------
+    def up(self, wait: bool = True, timeout: float = 120.0) -> None:
+        self.infra_up()
+        for n in self.plan.nodes:
+            self.node_up(n.name)
+        if wait:
+            self.wait_ssh(timeout=timeout)
+
+    def down(self) -> None:
+        """Stop every node of this cluster (also ones the plan no longer lists) and the infrastructure."""
+        self.nodes_down(self._known_nodes())
+        self.infra_down()
+
+    def _known_nodes(self) -> list[LabNode]:
+        out = {n.name: n for n in self.plan.nodes}
+        for f in sorted((self.root / "nodes").glob("*/node-plan.json")):
+            raw = json.loads(f.read_text())
+            stale = labplan._node(self.cluster, 0, raw, [])
+            if stale is not None and stale.name not in out:
+                out[stale.name] = stale
+        return list(out.values())
+
+    # -- one node ------------------------------------------------------------------------------------
+    def healthy(self, name: str) -> bool:
+        n = self.plan.node(name)
+        p = self.paths(name)
+        return (
+            node.supervisor_pid(p) is not None
+            and node.read_state(p).get("state") == "running"
+            and node.init_pid(n) is not None
+        )
+
+    def node_up(self, name: str, wait: bool = False, timeout: float = 60.0) -> None:
+        n = self.plan.node(name)
+        p = self.paths(name)
+        if self.healthy(name):
+            return
+        self._prereqs()
+        sup = node.supervisor_pid(p)
+        if sup is not None or net.netns_exists(n.netns) or node.node_pids(n):
+            log.info("%s: cleaning up a previous run", name)
+            node.signal_stop(p)
+            node.finish_stop(n, p, sup, timeout=3.0)
+        fresh = not p.upper.exists()
+        p.upper.mkdir(parents=True, exist_ok=True)
+        node.inject_identity(
+            self.plan, n, p.upper, self.lower(), self.ssh_dir, self.slurm.munge_key, controller_name(), fresh
+        )
+        (p.dir / "node-plan.json").write_text(json.dumps(n.raw))
+        node.write_supervisor_config(n, p, self.lower())
+        net.create_node_net(n)
+        node.start_supervisor(n, p)
+        if wait:
+            self.wait_ssh([name], timeout)
+
+    def node_down(self, name: str) -> None:
+        self.nodes_down([self.plan.node(name)])
+
+    def nodes_down(self, nodes: Iterable[LabNode]) -> None:
+        """Stop nodes for good, in parallel: all are asked to power off, then each is waited for."""
+        pending = [(n, self.paths(n.name)) for n in nodes]
+        sups = [node.signal_stop(p) for _, p in pending]
+        for (n, p), sup in zip(pending, sups, strict=True):
+            node.finish_stop(n, p, sup)
+
+    def reset(self, name: str, wait: bool = True) -> None:
+        """Back to the pristine image (same identity and host key): stop, drop the upper layer, start."""
+        self.node_down(name)
+        shutil.rmtree(self.paths(name).upper, ignore_errors=True)
+        self.node_up(name, wait=wait)
+
+    def snapshot(self, name: str, tag: str = "default") -> Path:
+        """Copy the node's upper layer (the node is stopped for the copy and started again if it ran)."""
+        p = self.paths(name)
+        if not p.upper.exists():
+            raise LabError(f"{name} has no state to snapshot: bring it up first")
+        running = self.healthy(name)
+        if running:
+            self.node_down(name)
+        dest = self.root / "snapshots" / name / tag
+        _copy_tree(p.upper, dest)
+        if running:
+            self.node_up(name, wait=True)
+        return dest
+
+    def restore(self, name: str, tag: str = "default", wait: bool = True) -> None:
+        src = self.root / "snapshots" / name / tag
+        if not src.is_dir():
+            raise LabError(f"no snapshot {tag!r} of {name} (have: {self.snapshots(name)})")
+        self.node_down(name)
+        _copy_tree(src, self.paths(name).upper)
+        self.node_up(name, wait=wait)
+
+    def snapshots(self, name: str) -> list[str]:
+        d = self.root / "snapshots" / name
+        return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+
+    # -- inside a node -------------------------------------------------------------------------------
+    def exec(
+        self,
+        name: str,
+        argv: Sequence[str],
+        input: str | bytes | None = None,
+        timeout: float = 60.0,
+        check: bool = False,
+        text: bool = True,
+    ) -> subprocess.CompletedProcess[Any]:
+        """Run argv inside the node (nsenter into its namespaces as root; works without sshd)."""
+        pid = node.init_pid(self.plan.node(name))
+        if pid is None:
+            raise LabError(f"{name} is not running")
+        cmd = [
+            "nsenter",
+            "-t",
+            str(pid),
+            "-m",
+            "-u",
+            "-i",
+            "-n",
+            "-p",
+            "-r",
+            "-w",
+            "--",
+            "/usr/bin/env",
+            "-i",
+            f"PATH={config.GUEST_PATH}",
+            "HOME=/root",
+            "LANG=C.UTF-8",
+            "USER=root",
+            "LOGNAME=root",
+            "TERM=dumb",
+            *argv,
+        ]
+        if isinstance(input, str) and not text:
+            input = input.encode()
+        return subprocess.run(cmd, input=input, timeout=timeout, check=check, capture_output=True, text=text)
+
+    def wait_ssh(self, names: Iterable[str] | None = None, timeout: float = 60.0) -> float:
+        """Wait until every named node's sshd answers with its banner. Returns seconds waited."""
+        t0 = time.monotonic()
+        todo = {n: self.plan.node(n) for n in (names or [x.name for x in self.plan.nodes])}
+        while todo:
+            for nm in [nm for nm, n in todo.items() if ssh_banner(n.mgmt_ip)]:
+                del todo[nm]
+            if not todo:
+                break
+            if time.monotonic() - t0 > timeout:
+                detail = {nm: node.read_state(self.paths(nm)).get("state", "no supervisor") for nm in todo}
+                raise LabError(
+                    f"no SSH after {timeout:.0f}s from {detail} (logs: {self.root}/nodes/*/supervisor.log)"
+                )
+            time.sleep(0.1)
+        return time.monotonic() - t0
+
+    # -- looking -------------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        nodes = {}
+        for n in self._known_nodes():
+            p = self.paths(n.name)
+            st = node.read_state(p)
+            sup = node.supervisor_pid(p)
+            init = node.init_pid(n)
+            state = (
+                st.get("state", "absent")
+                if sup is not None
+                else ("stopped" if p.upper.exists() else "absent")
+            )
+            nodes[n.name] = {
+                "state": state,
+                "supervisor": sup,
+                "init": init,
+                "boots": st.get("boots", 0),
+                "mgmt_ip": n.mgmt_ip,
+                "ssh": bool(init) and ssh_banner(n.mgmt_ip, 0.3),
+                "in_plan": n in self.plan.nodes,
+                "pss_mib": round(procs.pss_kib(node.node_pids(n)) / 1024, 1) if init else 0,
+                "snapshots": self.snapshots(n.name),
+            }
+        return {
+            "cluster": self.cluster,
+            "state_root": str(self.root),
+            "image": str(self._lower or ""),
+            "infra": {
+                "bridge": net.link_exists(config.MGMT_BRIDGE),
+                **self.slurm.running(),
+                "apt_repo": self.repo.pid(),
+                "apt_repo_url": self.repo.url,
+            },
+            "nodes": nodes,
+            "known_hosts": str(self.known_hosts_path),
+            "ssh_key": str(self.ssh_key_path),
+            "slurm_conf": str(self.slurm_conf_path),
+        }
+
+    def leftovers(self) -> dict[str, list[str]]:
+        return cleanup.leftovers()
+
+
+def ssh_banner(ip: str, timeout: float = 0.5) -> bool:
+    """True when something at ip:22 greets with an SSH banner."""
+    try:
+        with socket.create_connection((ip, 22), timeout=timeout) as s:
+            s.settimeout(timeout)
+            return s.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    """Copy an overlay upper layer with owners, modes, xattrs (opaque dirs) and whiteouts kept."""
+    tmp = dest.with_name(dest.name + ".cf-tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["cp", "-a", "--reflink=auto", str(src), str(tmp)], check=True)
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
