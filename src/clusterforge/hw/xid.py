@@ -14,14 +14,15 @@ TOOL = "xid"
 _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 _HMS = r"\d\d:\d\d:\d\d"
+_TAG = r"[\w.\-/@]+(?:\[\d+\])?"  # syslog/journal identifier: "kernel", "systemd[1]", ...
 _ISO = rf"\d{{4}}-\d\d-\d\dT{_HMS}"
 #: (format name, regex with a "ts" group for the timestamp and "msg" for the rest)
 _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("monotonic", re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\] (?P<msg>.*)$")),
     ("ctime", re.compile(rf"^\[(?P<ts>{_DAY} {_MON} [ \d]\d \d\d:\d\d:\d\d \d{{4}})\] (?P<msg>.*)$")),
+    ("journal-iso", re.compile(rf"^(?P<ts>{_ISO}(?:\.\d+)?[+-]\d{{4}}) \S+ {_TAG}: (?P<msg>.*)$")),
     ("iso", re.compile(rf"^(?P<ts>{_ISO}(?:[,.]\d+)?(?:[+-]\d\d:?\d\d|Z)) (?P<msg>.*)$")),
-    ("syslog", re.compile(rf"^(?P<ts>{_MON} [ \d]\d {_HMS}) \S+ kernel: (?:\[\s*\d+\.\d+\] )?(?P<msg>.*)$")),
-    ("journal-iso", re.compile(rf"^(?P<ts>{_ISO}(?:\.\d+)?[+-]\d{{4}}) \S+ kernel: (?P<msg>.*)$")),
+    ("syslog", re.compile(rf"^(?P<ts>{_MON} [ \d]\d {_HMS}) \S+ {_TAG}: (?:\[\s*\d+\.\d+\] )?(?P<msg>.*)$")),
     ("kmsg", re.compile(r"^\d+,\d+,(?P<ts>\d+),[^;]*;(?P<msg>.*)$")),
     ("none", re.compile(r"^kernel: (?P<msg>.*)$")),
     ("none", re.compile(r"^(?P<msg>NVRM: .*)$")),

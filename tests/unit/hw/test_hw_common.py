@@ -18,8 +18,22 @@ def test_parse_error_is_value_error_and_names_tool_and_line() -> None:
 
 def test_package_exports_parse_error_and_submodules() -> None:
     assert hw.ParseError is ParseError
-    for name in ("nvidia_smi", "dcgmi", "nvbandwidth", "nccl_tests", "perftest", "ibstat", "ibv_devinfo",
-                 "ibdev2netdev", "rdma_link", "show_gids", "mlnx_qos", "mlxconfig", "xid", "procfs"):
+    for name in (
+        "nvidia_smi",
+        "dcgmi",
+        "nvbandwidth",
+        "nccl_tests",
+        "perftest",
+        "ibstat",
+        "ibv_devinfo",
+        "ibdev2netdev",
+        "rdma_link",
+        "show_gids",
+        "mlnx_qos",
+        "mlxconfig",
+        "xid",
+        "procfs",
+    ):
         assert hasattr(hw, name), name
 
 

@@ -19,7 +19,12 @@ def test_a10g_dcgm4_all_pass(real: Real) -> None:
     """dcgmi-diag__a10g-1gpu-dcgm442-r2-pass-dcgm124__9.txt - https://github.com/NVIDIA/DCGM/issues/124
     (jiayelamazon, 2026-01-28); ``dcgmi diag -r 2 -i 0``, DCGM 4.4.2 table with per-GPU rows."""
     d = parse_diag(real("dcgmi-diag__a10g-1gpu-dcgm442-r2-pass-dcgm124__9.txt"))
-    assert (d.format, d.dcgm_version, d.driver_version, d.gpu_device_ids) == ("table", "4.4.2", "580.105.08", ("2237",))
+    assert (d.format, d.dcgm_version, d.driver_version, d.gpu_device_ids) == (
+        "table",
+        "4.4.2",
+        "580.105.08",
+        ("2237",),
+    )
     assert [(t.category, t.name, t.result) for t in d.tests] == [
         ("Deployment", "software", "Pass"), ("Hardware", "memory", "Pass"), ("Integration", "pcie", "Pass"),
     ]  # fmt: skip
@@ -48,14 +53,20 @@ def test_h100_dcgm3_info_row(real: Real) -> None:
     assert (d.dcgm_version, d.driver_version, d.gpu_device_ids) == ("3.3.8", "535.309.01", ("2330",))
     assert len(d.tests) == 11 and d.verdict == "Pass"
     assert d.test("Persistence Mode").info == (
-        'Persistence mode for GPU 0 is disabled. Enable persistence mode by running "nvidia-smi -i <gpuId> -pm 1 " '
+        'Persistence mode for GPU 0 is disabled. Enable persistence mode by running "nvidia-smi -i <gpuId> '
+        '-pm 1 " '
         "as root.",
     )
-    assert (d.test("PCIe").result, d.test("PCIe").detail, d.test("GPU Memory").category) == ("Pass", "All", "Hardware")
+    assert (d.test("PCIe").result, d.test("PCIe").detail, d.test("GPU Memory").category) == (
+        "Pass",
+        "All",
+        "Hardware",
+    )
 
 
 def test_l40s_no_closing_border(real: Real) -> None:
-    """dcgmi-diag__l40s-x4-dcgm423-pcie-fail-internal-error-dcgm253__7.txt - https://github.com/NVIDIA/DCGM/issues/253
+    """dcgmi-diag__l40s-x4-dcgm423-pcie-fail-internal-error-dcgm253__7.txt -
+    https://github.com/NVIDIA/DCGM/issues/253
     (sebgoa). SOURCES.md: first line is the kubectl wrapper's, and "the paste has no closing border line
     (probably cut by the author)". Strict parsing treats the missing border as truncation; ``partial=True``
     reads the four re-joined warnings and the Fail verdict."""
@@ -81,7 +92,9 @@ def test_gpu_memory_fail_excerpt(real: Real) -> None:
         parse_diag(text)
     d = parse_diag(text, partial=True)
     gm = d.test("GPU Memory")
-    assert gm.result == "Fail" and gm.per_gpu[0] == "Fail" and gm.per_gpu[7] == "Pass" and len(gm.per_gpu) == 8
+    assert (
+        gm.result == "Fail" and gm.per_gpu[0] == "Fail" and gm.per_gpu[7] == "Pass" and len(gm.per_gpu) == 8
+    )
     assert gm.warnings[0].startswith("GPU 0 Thermal violations totaling 13.3 seconds started at 9.7 seconds")
     assert gm.warnings[0].endswith("fans, and any other components.")
 
@@ -92,16 +105,26 @@ def test_v100_verbose_r3(real: Real) -> None:
     d = parse_diag(real("dcgmi-diag__v100-pcie-r3-verbose-dcgm339__6.txt"))
     assert (d.dcgm_version, d.gpu_device_ids, d.verdict) == ("3.3.9", ("1db4",), "Pass")
     assert "GPU 0 GPU to Host latency:  2.028 us" in d.test("PCIe").info[0]
-    assert d.test("Diagnostic").info[0].endswith("calculated at approximately 21688.18 gigaflops during this test")
+    assert (
+        d.test("Diagnostic")
+        .info[0]
+        .endswith("calculated at approximately 21688.18 gigaflops during this test")
+    )
     assert d.test("EUD Test").result == "Skip" and d.test("EUD Test").category == "Stress"
     assert d.test("Targeted Power").info == ("GPU 0 GPU 0 max power: 251.0 W average power usage: 247.8 W",)
 
 
 def test_json_dcgm4_gb10_software_fail(real: Real) -> None:
-    """dcgmi-diag-json__gb10-dgx-spark-dcgm423-r1-software-fail-fixture__4.txt - code-index file id 62458550693
+    """dcgmi-diag-json__gb10-dgx-spark-dcgm423-r1-software-fail-fixture__4.txt - code-index file id
+    62458550693
     (Go test constant claiming a verbatim ``dcgmi diag -r 1 -j`` from a GB10 DGX Spark; UNSURE-PROVENANCE)."""
     d = parse_diag(real("dcgmi-diag-json__gb10-dgx-spark-dcgm423-r1-software-fail-fixture__4.txt"))
-    assert (d.format, d.dcgm_version, d.driver_version, d.gpu_device_ids) == ("json", "4.2.3", "580.82.09", ("2e12",))
+    assert (d.format, d.dcgm_version, d.driver_version, d.gpu_device_ids) == (
+        "json",
+        "4.2.3",
+        "580.82.09",
+        ("2e12",),
+    )
     sw = d.test("software")
     assert sw.result == "Fail" and sw.per_gpu == {0: "Fail"} and sw.category == "Deployment"
     assert sw.warnings[0].startswith("Persistence Mode: Persistence mode for GPU 0 is disabled.")
@@ -113,7 +136,9 @@ def test_json_dcgm3_r2(real: Real) -> None:
     """dcgmi-diag-json__r2-1gpu-virtualclient__3.txt - SOURCES.md "same dir: DCGMIDiag_r2_results.json"
     @53e432ad (``dcgmi diag -r 2 -j``); one entry lightly hand-edited (spacing only)."""
     d = parse_diag(real("dcgmi-diag-json__r2-1gpu-virtualclient__3.txt"))
-    assert [t.name for t in d.tests][:3] == ["Denylist", "NVML Library", "CUDA Main Library"] and len(d.tests) == 11
+    assert [t.name for t in d.tests][:3] == ["Denylist", "NVML Library", "CUDA Main Library"] and len(
+        d.tests
+    ) == 11
     assert d.test("GPU Memory").info == ("GPU 0 Allocated 15206918958 bytes (97.3%)",)
     assert "\t\t13.15 GB/s" in d.test("PCIe").info[0] and d.test("PCIe").per_gpu == {0: "Pass"}
     assert d.verdict == "Pass" and d.dcgm_version is None
@@ -122,7 +147,9 @@ def test_json_dcgm3_r2(real: Real) -> None:
 def test_json_dcgm3_r3_skip(real: Real) -> None:
     """dcgmi-diag-json__r3-1gpu-virtualclient__2.txt - "same dir: DCGMIDiag_r3_results.json" @53e432ad."""
     d = parse_diag(real("dcgmi-diag-json__r3-1gpu-virtualclient__2.txt"))
-    assert d.test("EUD Test").result == "Skip" and d.test("Targeted Power").info == ("GPU 0 GPU 0 power average:\t70 W",)
+    assert d.test("EUD Test").result == "Skip" and d.test("Targeted Power").info == (
+        "GPU 0 GPU 0 power average:\t70 W",
+    )
     assert {t.category for t in d.tests} == {"Deployment", "Integration", "Hardware", "Stress"}
     assert d.verdict == "Pass"
 
@@ -137,8 +164,12 @@ def test_truncated_raises(real: Real) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["Error: unable to establish a connection to the specified host: localhost\n", "{}", '{"DCGM Diagnostic": {}}',
-     "+---+---+\n| Diagnostic | Result |\n"],
+    [
+        "Error: unable to establish a connection to the specified host: localhost\n",
+        "{}",
+        '{"DCGM Diagnostic": {}}',
+        "+---+---+\n| Diagnostic | Result |\n",
+    ],
 )
 def test_garbage_raises(text: str) -> None:
     with pytest.raises(ParseError):

@@ -15,7 +15,8 @@ Real = Callable[[str], str]
 
 
 def test_h100x8_single_node_older_device_format(real: Real) -> None:
-    """nccl-all_reduce_perf__h100x8-gke-a3-1node-elideng__1.txt - elideng repo assets/lab-04/all_reduce_8gpu.txt
+    """nccl-all_reduce_perf__h100x8-gke-a3-1node-elideng__1.txt - elideng repo
+    assets/lab-04/all_reduce_8gpu.txt
     @d9f1e65e; older nccl-tests build: devices printed as ``[0x04]``, NCCL version line present."""
     r = parse(real("nccl-all_reduce_perf__h100x8-gke-a3-1node-elideng__1.txt"))
     assert r.nccl_version == "2.22.3+cuda12.6" and r.params["nGpus"] == "8" and r.params["iters"] == "20"
@@ -24,7 +25,11 @@ def test_h100x8_single_node_older_device_format(real: Real) -> None:
     assert len(r.rows) == 31 and r.rows[0].size_bytes == 8 and r.rows[-1].size_bytes == 8589934592
     big = r.row(8589934592)
     assert (big.count, big.type, big.redop, big.root) == (2147483648, "float", "sum", -1)
-    assert (big.out_of_place.time_us, big.out_of_place.algbw_gbps, big.out_of_place.busbw_gbps) == (31322.0, 274.24, 479.93)
+    assert (big.out_of_place.time_us, big.out_of_place.algbw_gbps, big.out_of_place.busbw_gbps) == (
+        31322.0,
+        274.24,
+        479.93,
+    )
     assert big.in_place.algbw_gbps == 274.25 and big.in_place.wrong == 0
     assert r.avg_bus_bandwidth == 145.47 and r.out_of_bounds == 0 and r.wrong_total == 0 and not r.wrong_na
     assert r.max_busbw == 479.93 and r.errors == ()
@@ -34,10 +39,16 @@ def test_b200x16_all_gather(real: Real) -> None:
     """nccl-all_gather_perf__b200x16-2node-gke-a4-roce-dranet__1.txt - kubernetes-sigs/dranet
     site/content/docs/user/gke-rdma.md lines 351-400 @f258477c; newer device format ``[0000:8f:00]``."""
     r = parse(real("nccl-all_gather_perf__b200x16-2node-gke-a4-roce-dranet__1.txt"))
-    assert r.nccl_version == "2.26.6+cuda12.8" and r.params["warmup iters"] == "50" and r.params["iters"] == "100"
+    assert (
+        r.nccl_version == "2.26.6+cuda12.8"
+        and r.params["warmup iters"] == "50"
+        and r.params["iters"] == "100"
+    )
     assert len(r.ranks) == 16 and r.ranks[15].host == "nccl-gib-test-1" and r.ranks[15].bus_id == "0000:cc:00"
     assert {row.redop for row in r.rows} == {"none"} and r.rows[0].size_bytes == 1024
-    assert r.row(4294967296).out_of_place.time_us == 15394.0 and r.row(8589934592).in_place.busbw_gbps == 259.25
+    assert (
+        r.row(4294967296).out_of_place.time_us == 15394.0 and r.row(8589934592).in_place.busbw_gbps == 259.25
+    )
     assert r.avg_bus_bandwidth == 59.3638 and len(r.rows) == 24
 
 
@@ -50,7 +61,8 @@ def test_h100x16_tcpxo_no_version_line(real: Real) -> None:
 
 
 def test_h100x64_8node_outlier_row(real: Real) -> None:
-    """nccl-all_reduce_perf__h100x64-8node-nccltests309__4.txt - SOURCES.md "same issue thread, comment by gj-aion
+    """nccl-all_reduce_perf__h100x64-8node-nccltests309__4.txt - SOURCES.md "same issue thread, comment by
+    gj-aion
     2025-06-18" (nccl-tests issue 309); 64 ranks, one outlier row (8 MiB out-of-place 1272.4 us)."""
     r = parse(real("nccl-all_reduce_perf__h100x64-8node-nccltests309__4.txt"))
     assert len(r.ranks) == 64 and r.ranks[4].bus_id == "0001:1b:00" and r.ranks[63].host == "b3a57cc9"
@@ -62,11 +74,13 @@ def test_h100x64_8node_outlier_row(real: Real) -> None:
 
 def test_h200x2_mpirun_preamble(real: Real) -> None:
     """nccl-all_reduce_perf__h200x2-2node-1nic-roce-mpioperator-dranet__5.txt - kubernetes-sigs/dranet
-    site/content/docs/user/mpi-operator.md lines 179-243 @f258477c; Open MPI warning blocks precede the table."""
+    site/content/docs/user/mpi-operator.md lines 179-243 @f258477c; Open MPI warning blocks precede the
+    table."""
     r = parse(real("nccl-all_reduce_perf__h200x2-2node-1nic-roce-mpioperator-dranet__5.txt"))
     assert [(k.rank, k.host, k.bus_id) for k in r.ranks] == [
-        (0, "nccl-test-dranet-1gpu-1nic-worker-0", "0000:cc:00"), (1, "nccl-test-dranet-1gpu-1nic-worker-1", "0000:97:00"),
-    ]  # fmt: skip
+        (0, "nccl-test-dranet-1gpu-1nic-worker-0", "0000:cc:00"),
+        (1, "nccl-test-dranet-1gpu-1nic-worker-1", "0000:97:00"),
+    ]
     assert r.avg_bus_bandwidth == 15.5188 and r.row(8589934592).out_of_place.time_us == 269368.0
     assert r.max_busbw == 31.89
 
@@ -76,13 +90,17 @@ def test_wrong_na_and_failures() -> None:
     text = (
         "# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 1 iters: 1 agg iters: 1 "
         "validation: 0 graph: 0\n#\n"
-        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-        "           8             2     float     sum      -1    10.00    0.00    0.00    N/A    10.00    0.00    0.00    N/A\n"
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   al"
+        "gbw   busbw #wrong\n"
+        "           8             2     float     sum      -1    10.00    0.00    0.00    N/A    10.00    0"
+        ".00    0.00    N/A\n"
         "# Avg bus bandwidth    : 0.0001 \n"
     )
     r = parse(text)
     assert r.wrong_na and r.wrong_total is None and r.rows[0].out_of_place.wrong is None
-    failed = parse(text.replace("# Avg bus bandwidth    : 0.0001 \n", " host: Test NCCL failure common.cu:1030\n"))
+    failed = parse(
+        text.replace("# Avg bus bandwidth    : 0.0001 \n", " host: Test NCCL failure common.cu:1030\n")
+    )
     assert failed.avg_bus_bandwidth is None and failed.errors == ("host: Test NCCL failure common.cu:1030",)
 
 
@@ -93,8 +111,12 @@ def test_truncated_raises(real: Real) -> None:
     with pytest.raises(ParseError, match="table header"):
         parse(head(text, 12))
     with pytest.raises(ParseError, match="values"):
-        parse(text.replace("  8589934592    2147483648     float     sum      -1    31322  274.24  479.93      0",
-                           "  8589934592    2147483648     float     sum      -1    31322"))
+        parse(
+            text.replace(
+                "  8589934592    2147483648     float     sum      -1    31322  274.24  479.93      0",
+                "  8589934592    2147483648     float     sum      -1    31322",
+            )
+        )
 
 
 @pytest.mark.parametrize("text", ["", "segmentation fault\n", "# nThread 1\n#  size count\n    1 2 3\n"])

@@ -35,14 +35,16 @@ def test_status_all_inactive(real: Real) -> None:
 
 def test_status_a100x8(real: Real) -> None:
     """nvidia-smi-nvlink-s__a100x8-sxm4-80gb-gpud__2.txt - leptonai/gpud:
-    pkg/nvidia-query/testdata/nvidia-smi.nvlink.status.a100 @a6146fb1; 9-space indentation, no final newline."""
+    pkg/nvidia-query/testdata/nvidia-smi.nvlink.status.a100 @a6146fb1; 9-space indentation, no final
+    newline."""
     gpus = parse_nvlink_status(real("nvidia-smi-nvlink-s__a100x8-sxm4-80gb-gpud__2.txt"))
     assert [g.index for g in gpus] == list(range(8)) and all(len(g.links) == 12 for g in gpus)
     assert gpus[7].uuid == "GPU-754035b4-4708-efcd-b261-623aea38bcad" and gpus[7].links[11].speed_gbps == 25.0
 
 
 def test_status_h100_gke(real: Real) -> None:
-    """nvidia-smi-nvlink-s__h100-gke-a3-elideng__1.txt - elideng repo assets/lab-04/nvlink-status.txt @d9f1e65e."""
+    """nvidia-smi-nvlink-s__h100-gke-a3-elideng__1.txt - elideng repo assets/lab-04/nvlink-status.txt
+    @d9f1e65e."""
     [gpu] = parse_nvlink_status(real("nvidia-smi-nvlink-s__h100-gke-a3-elideng__1.txt"))
     assert gpu.name == "NVIDIA H100 80GB HBM3" and len(gpu.links) == 18
     assert gpu.links[17].speed_gbps == 26.562 and not gpu.links[0].inactive
@@ -51,14 +53,15 @@ def test_status_h100_gke(real: Real) -> None:
 @pytest.mark.parametrize(
     ("name", "gpus", "links"),
     [
-        # stas00/ml-engineering compute/accelerator/nvidia/debug.md lines 306-309 @1c4d240d: links 1-16 elided.
+        # stas00/ml-engineering compute/accelerator/nvidia/debug.md l.306-309 @1c4d240d: links 1-16 elided
         ("nvidia-smi-nvlink-s__h100-stas00__excerpt1.txt", 1, [0, 17]),
         # NVIDIA/k8s-test-infra issue 371 (giuliocalzo): GB200 18 x 53.125 GB/s, ends with a literal "...".
         ("nvidia-smi-nvlink-s__gb200-18links-53GBs-k8stestinfra371__excerpt7.txt", 2, list(range(18))),
     ],
 )
 def test_status_excerpts(real: Real, name: str, gpus: int, links: list[int]) -> None:
-    """EXCERPT fixtures: strict parsing rejects the author's elision; ``partial=True`` keeps the shown links."""
+    """EXCERPT fixtures: strict parsing rejects the author's elision; ``partial=True`` keeps the shown
+    links."""
     text = real(name)
     with pytest.raises(ParseError, match="elided"):
         parse_nvlink_status(text)
@@ -79,7 +82,8 @@ def test_errors_a100_gpu0(real: Real) -> None:
 
 
 def test_errors_h100_excerpt(real: Real) -> None:
-    """nvidia-smi-nvlink-e__h100-stas00__excerpt1.txt - stas00/ml-engineering debug.md lines 287-300 @1c4d240d;
+    """nvidia-smi-nvlink-e__h100-stas00__excerpt1.txt - stas00/ml-engineering debug.md lines 287-300
+    @1c4d240d;
     links 2-16 elided with ``[...]``."""
     text = real("nvidia-smi-nvlink-e__h100-stas00__excerpt1.txt")
     with pytest.raises(ParseError, match="elided"):
@@ -109,5 +113,7 @@ def test_garbage_raises(text: str) -> None:
 
 
 def test_inactive_single_link() -> None:
-    [gpu] = parse_nvlink_status("GPU 0: NVIDIA H100 (UUID: GPU-1)\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n")
+    [gpu] = parse_nvlink_status(
+        "GPU 0: NVIDIA H100 (UUID: GPU-1)\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n"
+    )
     assert gpu.active_links == 1 and gpu.links[1].inactive and gpu.links[1].speed_gbps is None

@@ -19,7 +19,8 @@ Real = Callable[[str], str]
 
 def test_a100x8_full_dump(real: Real) -> None:
     """nvidia-smi-q__a100x8-sxm4-40gb-xuesongtap__1.txt - XueSongTap/XueSongTap.github.io:
-    _posts/2024/2024-01-04-nvidia-smi-more.md lines 779-2345 @911d76ca (``nvidia-smi -a``, 8x A100-SXM4-40GB)."""
+    _posts/2024/2024-01-04-nvidia-smi-more.md lines 779-2345 @911d76ca (``nvidia-smi -a``, 8x
+    A100-SXM4-40GB)."""
     q = parse_q(real("nvidia-smi-q__a100x8-sxm4-40gb-xuesongtap__1.txt"))
     assert (q.driver_version, q.cuda_version, q.attached_gpus) == ("535.129.03", "12.2", 8)
     assert q.timestamp == "Thu Jan  4 14:41:13 2024"
@@ -87,7 +88,11 @@ def test_h100x8_passthrough_vm_process_and_power_cap(real: Real) -> None:
     assert busy.bus_id == "00000000:75:00.0"
     assert busy.processes is not None and busy.processes[0].pid == 1002127
     assert busy.processes[0].name == "/usr/bin/python" and busy.processes[0].used_memory_mib == 9212
-    assert busy.active_clock_event_reasons == ("SW Power Cap", "HW Power Brake Slowdown", "SW Thermal Slowdown")
+    assert busy.active_clock_event_reasons == (
+        "SW Power Cap",
+        "HW Power Brake Slowdown",
+        "SW Thermal Slowdown",
+    )
     assert [g.pcie_replays for g in q.gpus] == [120, 111, 58, 60, 63, 93, 69, 78]
 
 
@@ -99,7 +104,12 @@ def test_gh200_uncorrectable_remap(real: Real) -> None:
     g = q.gpus[0]
     assert g.product_name == "NVIDIA GH200 480GB" and g.serial == "1654523007052"
     rr = g.remapped_rows
-    assert rr is not None and (rr.correctable, rr.uncorrectable, rr.pending, rr.failure_occurred) == (0, 1, False, False)
+    assert rr is not None and (rr.correctable, rr.uncorrectable, rr.pending, rr.failure_occurred) == (
+        0,
+        1,
+        False,
+        False,
+    )
     assert rr.histogram == {"Max": 3071, "High": 1, "Partial": 0, "Low": 0, "None": 0}
     assert (g.pcie_gen_current, g.link_width_current) == (4, 1)  # passthrough VM reports x1
     assert g.fabric_state is None and g.fields["Fabric/CliqueId"] is None  # Fabric State N/A
@@ -108,11 +118,20 @@ def test_gh200_uncorrectable_remap(real: Real) -> None:
 
 
 def test_h200_passthrough(real: Real) -> None:
-    """nvidia-smi-q__h200-passthrough-550.90-thamada__5.txt - thamada/gls: gls/H200_smi.py (``out_a``) @c0bed08d."""
+    """nvidia-smi-q__h200-passthrough-550.90-thamada__5.txt - thamada/gls: gls/H200_smi.py (``out_a``)
+    @c0bed08d."""
     q = parse_q(real("nvidia-smi-q__h200-passthrough-550.90-thamada__5.txt"))
     g = q.gpus[0]
-    assert (q.driver_version, g.product_name, g.vbios_version) == ("550.90.12", "NVIDIA H200", "96.00.A5.00.03")
-    assert g.memory_total_mib == 143771 and g.remapped_rows is not None and g.remapped_rows.histogram["Max"] == 3072
+    assert (q.driver_version, g.product_name, g.vbios_version) == (
+        "550.90.12",
+        "NVIDIA H200",
+        "96.00.A5.00.03",
+    )
+    assert (
+        g.memory_total_mib == 143771
+        and g.remapped_rows is not None
+        and g.remapped_rows.histogram["Max"] == 3072
+    )
     assert (g.fabric_state, g.fabric_status) == ("Completed", "Success") and g.temperature_gpu_c == 28
 
 
@@ -125,7 +144,11 @@ def test_580_driver_layout_health(real: Real) -> None:
     g = q.gpus[0]
     assert g.bus_id == "00000000:04:00.0" and g.product_name is None  # -d sections only
     assert (g.power_draw_w, g.power_draw_instant_w, g.power_limit_w) == (72.12, 72.23, 700.0)
-    assert (g.sram_threshold_exceeded, g.channel_repair_pending, g.tpc_repair_pending) == (False, False, False)
+    assert (g.sram_threshold_exceeded, g.channel_repair_pending, g.tpc_repair_pending) == (
+        False,
+        False,
+        False,
+    )
     assert g.fields["Clocks Event Reasons Counters/SW Power Capping"] == "216559430 us"
     assert g.fields["SM Clock Samples/Duration"] is None  # "Not Found"
     assert g.remapped_rows is not None and g.remapped_rows.histogram["Max"] == 2560
@@ -186,7 +209,13 @@ def test_truncated_full_dump_raises(real: Real) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "hello world\n", "==============NVSMI LOG==============\nfoo bar\n", "GPU 0: NVIDIA H100 (UUID: x)\n"]
+    "text",
+    [
+        "",
+        "hello world\n",
+        "==============NVSMI LOG==============\nfoo bar\n",
+        "GPU 0: NVIDIA H100 (UUID: x)\n",
+    ],
 )
 def test_garbage_raises(text: str) -> None:
     with pytest.raises(ParseError):
@@ -233,7 +262,10 @@ GPU 00000000:00:1E.0
     assert g.ecc_volatile is not None
     assert (g.ecc_volatile.single_bit_total, g.ecc_volatile.double_bit_total) == (3, 0)
     assert g.ecc_volatile.counters["Single Bit/Device Memory"] == 3
-    assert g.retired_pages is not None and (g.retired_pages.single_bit_ecc, g.retired_pages.pending) == (1, False)
+    assert g.retired_pages is not None and (g.retired_pages.single_bit_ecc, g.retired_pages.pending) == (
+        1,
+        False,
+    )
     assert g.remapped_rows is None
     assert g.active_clock_event_reasons == ("SW Power Cap",)
     assert (g.power_draw_w, g.power_limit_w) == (41.19, 300.0)

@@ -12,8 +12,10 @@ from clusterforge.hw.nvidia_smi import parse_query_csv
 from .conftest import head
 
 Real = Callable[[str], str]
-A10_FIELDS = ["timestamp", "pstate", "temperature.gpu", "utilization.gpu", "utilization.memory", "memory.total",
-              "memory.free", "memory.used"]  # fmt: skip
+A10_FIELDS = [
+    "timestamp", "pstate", "temperature.gpu", "utilization.gpu", "utilization.memory", "memory.total",
+    "memory.free", "memory.used",
+]  # fmt: skip
 
 
 def test_a10_lms_with_units(real: Real) -> None:
@@ -33,13 +35,16 @@ def test_a10_lms_with_units(real: Real) -> None:
 def test_h100_power_draw_float(real: Real) -> None:
     """nvidia-smi-query-gpu__h100-eks-pod-util-power-aicr__4.txt - njhensley/aicr:
     docs/conformance/cncf/evidence/pod-autoscaling.md @4ff1fab5 (``--format=csv``, no nounits)."""
-    rows = parse_query_csv(real("nvidia-smi-query-gpu__h100-eks-pod-util-power-aicr__4.txt"),
-                           ["utilization.gpu", "utilization.memory", "power.draw"])
+    rows = parse_query_csv(
+        real("nvidia-smi-query-gpu__h100-eks-pod-util-power-aicr__4.txt"),
+        ["utilization.gpu", "utilization.memory", "power.draw"],
+    )
     assert rows == [{"utilization.gpu": 100, "utilization.memory": 0, "power.draw": 592.74}]
 
 
 def test_vbios_excerpt_aliases(real: Real) -> None:
-    """nvidia-smi-query-gpu__h100-vbios-stas00__1.txt - stas00/ml-engineering compute/accelerator/nvidia/debug.md
+    """nvidia-smi-query-gpu__h100-vbios-stas00__1.txt - stas00/ml-engineering
+    compute/accelerator/nvidia/debug.md
     lines 254-257 @1c4d240d. The command asked for gpu_name,gpu_bus_id (header prints name, pci.bus_id); the
     author elided rows with ``[...]`` -> strict parse refuses, ``partial=True`` keeps the two shown rows."""
     text = real("nvidia-smi-query-gpu__h100-vbios-stas00__1.txt")
@@ -48,14 +53,30 @@ def test_vbios_excerpt_aliases(real: Real) -> None:
         parse_query_csv(text, fields)
     rows = parse_query_csv(text, fields, partial=True)
     assert rows == [
-        {"gpu_name": "NVIDIA H100 80GB HBM3", "gpu_bus_id": "00000000:04:00.0", "vbios_version": "96.00.89.00.01"},
-        {"gpu_name": "NVIDIA H100 80GB HBM3", "gpu_bus_id": "00000000:8B:00.0", "vbios_version": "96.00.89.00.01"},
+        {
+            "gpu_name": "NVIDIA H100 80GB HBM3",
+            "gpu_bus_id": "00000000:04:00.0",
+            "vbios_version": "96.00.89.00.01",
+        },
+        {
+            "gpu_name": "NVIDIA H100 80GB HBM3",
+            "gpu_bus_id": "00000000:8B:00.0",
+            "vbios_version": "96.00.89.00.01",
+        },
     ]
 
 
 def test_noheader_nounits_and_null_values() -> None:
     text = "0, NVIDIA H100 80GB HBM3, 1650124031592, 81559, [N/A], [Not Supported], 67.74\n"
-    fields = ["index", "name", "serial", "memory.total", "fan.speed", "clocks_event_reasons.active", "power.draw"]
+    fields = [
+        "index",
+        "name",
+        "serial",
+        "memory.total",
+        "fan.speed",
+        "clocks_event_reasons.active",
+        "power.draw",
+    ]
     assert parse_query_csv(text, fields) == [{
         "index": 0, "name": "NVIDIA H100 80GB HBM3", "serial": "1650124031592", "memory.total": 81559,
         "fan.speed": None, "clocks_event_reasons.active": None, "power.draw": 67.74,

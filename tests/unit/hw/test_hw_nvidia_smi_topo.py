@@ -21,7 +21,11 @@ def test_a100x8_10nic_tabs(real: Real) -> None:
     t = parse_topo(real("nvidia-smi-topo__a100x8-10nic-oyanghd__1.txt"))
     assert t.gpus == GPUS8 and t.nics == tuple(f"NIC{i}" for i in range(10))
     assert t.link("GPU0", "GPU1") == "NV12" and t.nvlink_count("GPU3", "GPU7") == 12
-    assert t.link("GPU0", "NIC0") == "PXB" and t.link("GPU0", "NIC2") == "SYS" and t.link("NIC8", "NIC9") == "PIX"
+    assert (
+        t.link("GPU0", "NIC0") == "PXB"
+        and t.link("GPU0", "NIC2") == "SYS"
+        and t.link("NIC8", "NIC9") == "PIX"
+    )
     assert t.nvlink_count("GPU0", "NIC0") is None and t.link("GPU5", "GPU5") == "X"
     assert t.affinity["GPU2"].cpu_affinity == "16-31,144-159" and t.affinity["GPU2"].numa_nodes == (1,)
     assert t.affinity["GPU6"].cpus[:2] == (80, 81) and len(t.affinity["GPU6"].cpus) == 32
@@ -31,12 +35,15 @@ def test_a100x8_10nic_tabs(real: Real) -> None:
 
 def test_a100_vm_fused_nic7_cpu_cell(real: Real) -> None:
     """nvidia-smi-topo__a100x8-vm-8nic-phb-truncated-brevdoc__2.txt - code-index file id 60859828466 (markdown
-    capture log of an 8x A100 Shadeform/Brev VM). SOURCES.md: REAL-WORLD QUIRK - every GPU row has the NIC7 cell
+    capture log of an 8x A100 Shadeform/Brev VM). SOURCES.md: REAL-WORLD QUIRK - every GPU row has the NIC7
+    cell
     fused with CPU Affinity as ``PH0-115``; "parsers must not crash on it". The parser recovers the CPU list,
     reports the lost GPU->NIC7 link as None and lists the quirk in ``anomalies``."""
     t = parse_topo(real("nvidia-smi-topo__a100x8-vm-8nic-phb-truncated-brevdoc__2.txt"))
     assert len(t.anomalies) == 8 and "GPU0: NIC7 cell fused" in t.anomalies[0]
-    assert t.link("GPU0", "NIC7") is None and t.link("NIC7", "GPU0") == "PHB" and t.link("GPU0", "NIC6") == "PHB"
+    assert (
+        t.link("GPU0", "NIC7") is None and t.link("NIC7", "GPU0") == "PHB" and t.link("GPU0", "NIC6") == "PHB"
+    )
     aff = t.affinity["GPU3"]
     assert aff.cpu_affinity == "0-115" and len(aff.cpus) == 116
     assert aff.numa_affinity == "0-3" and aff.numa_nodes == (0, 1, 2, 3) and aff.gpu_numa_id is None
@@ -57,7 +64,16 @@ def test_b200x8_collapsed_numa_columns(real: Real) -> None:
     site/content/docs/user/gke-rdma.md lines 411-448 @f258477c; NUMA/GPU NUMA ID collapsed to ``0 N/A``."""
     t = parse_topo(real("nvidia-smi-topo__b200x8-8nic-gke-a4-dranet__1.txt"))
     assert t.nvlink_count("GPU0", "GPU7") == 18
-    assert [t.link("GPU0", f"NIC{i}") for i in range(8)] == ["PIX", "PIX", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS"]
+    assert [t.link("GPU0", f"NIC{i}") for i in range(8)] == [
+        "PIX",
+        "PIX",
+        "NODE",
+        "NODE",
+        "SYS",
+        "SYS",
+        "SYS",
+        "SYS",
+    ]
     assert t.affinity["GPU4"].cpu_affinity == "56-111,168-223" and t.affinity["GPU4"].numa_nodes == (1,)
     assert t.affinity["GPU0"].gpu_numa_id is None
 
@@ -67,7 +83,11 @@ def test_h100x8_12nic_single_numa(real: Real) -> None:
     lines 973-1018) @3e72c525; tabs, NIC rows with trailing tab-only cells."""
     t = parse_topo(real("nvidia-smi-topo__h100x8-12nic-1numa-aihub0007-slurmv4__1.txt"))
     assert len(t.nics) == 12 and t.nic_names["NIC10"] == "mlx5_10"
-    assert t.link("GPU3", "NIC5") == "PIX" and t.link("GPU3", "NIC3") == "NODE" and t.link("NIC9", "NIC10") == "PIX"
+    assert (
+        t.link("GPU3", "NIC5") == "PIX"
+        and t.link("GPU3", "NIC3") == "NODE"
+        and t.link("NIC9", "NIC10") == "PIX"
+    )
     assert {a.cpu_affinity for a in t.affinity.values()} == {"0-191"}
     assert {a.numa_nodes for a in t.affinity.values()} == {(0,)}
 
@@ -79,7 +99,11 @@ def test_h100x8_della_empty_cpu_affinity(real: Real) -> None:
     assert t.affinity["GPU0"].cpu_affinity is None and t.affinity["GPU0"].cpus == ()
     assert t.affinity["GPU0"].numa_nodes == (0,)
     assert t.affinity["GPU4"].cpu_affinity == "1" and t.affinity["GPU4"].numa_nodes == (1,)
-    assert t.link("GPU0", "NIC0") == "PIX" and t.link("GPU0", "NIC1") == "PIX" and t.link("GPU6", "NIC5") == "PIX"
+    assert (
+        t.link("GPU0", "NIC0") == "PIX"
+        and t.link("GPU0", "NIC1") == "PIX"
+        and t.link("GPU6", "NIC5") == "PIX"
+    )
 
 
 def test_h100x8_sglang_gpu_numa_id_column(real: Real) -> None:
@@ -91,7 +115,8 @@ def test_h100x8_sglang_gpu_numa_id_column(real: Real) -> None:
 
 
 def test_h100x8_no_nics(real: Real) -> None:
-    """nvidia-smi-topo__h100x8-gke-a3-nonic-elideng__1.txt - elideng repo assets/lab-04/topo-8gpu.txt @d9f1e65e;
+    """nvidia-smi-topo__h100x8-gke-a3-nonic-elideng__1.txt - elideng repo assets/lab-04/topo-8gpu.txt
+    @d9f1e65e;
     no NIC columns and no NIC Legend; ANSI underline escapes were stripped by the index (also tolerated)."""
     text = real("nvidia-smi-topo__h100x8-gke-a3-nonic-elideng__1.txt")
     for variant in (text, "\x1b[4m" + text.replace("\tGPU NUMA ID", "\tGPU NUMA ID\x1b[0m", 1)):
@@ -106,7 +131,11 @@ def test_l40s_topo_mp_single_gpu(real: Real) -> None:
     (lines 1138-1171) @2d5773fd; ``nvidia-smi topo -mp`` (no NV# legend), 1 GPU, 10 NICs."""
     t = parse_topo(real("nvidia-smi-topo__l40s-r760xa-1gpu-10nic-sriov-topo-mp-schmaustech__1.txt"))
     assert t.gpus == ("GPU0",) and len(t.nics) == 10 and "NV#" not in t.legend
-    assert t.link("GPU0", "NIC0") == "NODE" and t.link("NIC1", "NIC2") == "PIX" and t.link("NIC0", "NIC1") == "NODE"
+    assert (
+        t.link("GPU0", "NIC0") == "NODE"
+        and t.link("NIC1", "NIC2") == "PIX"
+        and t.link("NIC0", "NIC1") == "NODE"
+    )
     assert t.affinity["GPU0"].cpus == (0, 2, 4, 6, 8, 10)
 
 
@@ -125,9 +154,11 @@ def test_truncated_raises(real: Real) -> None:
     "text",
     [
         "hello\n",
-        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tFOO\t0-3\t0\nGPU1\tFOO\t X \t0-3\t0\n\nLegend:\n\n"
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tFOO\t0-3\t0\nGPU1\tFOO\t X \t0-3\t0\n\nLegen"
+        "d:\n\n"
         "  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n",
-        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\t0-3\t0\nGPU1\tNV8\t X \t0-3\t0\n\nLegend:\n\n"
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\t0-3\t0\nGPU1\tNV8\t X \t0-3\t0\n\nLegen"
+        "d:\n\n"
         "  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n",
     ],
 )

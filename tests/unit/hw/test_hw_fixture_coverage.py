@@ -1,0 +1,152 @@
+"""Meta-tests: every real fixture is claimed by a parser, cited by a value test, listed in SOURCES.md, and
+parses (strictly, or - for the fixtures SOURCES.md marks as excerpts/cut/failed runs - in the documented
+way)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterforge.hw import (
+    ParseError,
+    cpupower,
+    dcgmi,
+    ibdev2netdev,
+    ibstat,
+    ibstatus,
+    ibv_devinfo,
+    lscpu,
+    mlnx_qos,
+    mlxconfig,
+    nccl_tests,
+    nvbandwidth,
+    nvidia_smi,
+    perftest,
+    procfs,
+    rdma_link,
+    show_gids,
+    xid,
+)
+
+from .conftest import LOCAL_DIR, REAL_DIR, real_dir
+
+Parser = Callable[..., Any]
+
+
+def _query_csv(text: str, *, partial: bool = False) -> Any:
+    fields = [cell.split(" [")[0] for cell in text.splitlines()[0].split(", ")]
+    return nvidia_smi.parse_query_csv(text, fields, partial=partial)
+
+
+#: fixture-name prefix (text before the first "__") -> parser
+PARSERS: dict[str, Parser] = {
+    "cpupower-frequency-info": cpupower.parse_cpupower_frequency_info,
+    "cpupower-idle-info": cpupower.parse_cpupower_idle_info,
+    "dcgmi-diag": dcgmi.parse_diag,
+    "dcgmi-diag-json": dcgmi.parse_diag,
+    "ib_read_lat": perftest.parse_lat,
+    "ib_write_lat": perftest.parse_lat,
+    "ib_write_bw": perftest.parse_bw,
+    "ibdev2netdev": ibdev2netdev.parse,
+    "ibstat": ibstat.parse,
+    "ibstatus": ibstatus.parse,
+    "ibv_devinfo": ibv_devinfo.parse,
+    "lscpu": lscpu.parse_lscpu,
+    "meminfo-huge": procfs.parse_meminfo,
+    "mlnx_qos": mlnx_qos.parse,
+    "mlxconfig-q": mlxconfig.parse_query,
+    "nccl-all_gather_perf": nccl_tests.parse,
+    "nccl-all_reduce_perf": nccl_tests.parse,
+    "nvbandwidth": nvbandwidth.parse,
+    "nvidia-smi-nvlink-e": nvidia_smi.parse_nvlink_errors,
+    "nvidia-smi-nvlink-s": nvidia_smi.parse_nvlink_status,
+    "nvidia-smi-q": nvidia_smi.parse_q,
+    "nvidia-smi-query-gpu": _query_csv,
+    "nvidia-smi-topo": nvidia_smi.parse_topo,
+    "rdma-link": rdma_link.parse,
+    "show_gids": show_gids.parse,
+    "xid": xid.parse,
+}
+
+#: Fixtures whose strict parse must fail, and why (from SOURCES.md); they parse with partial=True
+#: (or, for the ibpanic capture, with ibstat.parse_report).
+STRICT_FAILS: dict[str, str] = {
+    "nvidia-smi-q__a100-80gb-remap-pending-stas00__excerpt1.txt": "EXCERPT: no banner, [...] elisions",
+    "nvidia-smi-query-gpu__h100-vbios-stas00__1.txt": "rows elided by the author as [...]",
+    "nvidia-smi-nvlink-e__h100-stas00__excerpt1.txt": "EXCERPT: links 2-16 elided",
+    "nvidia-smi-nvlink-s__h100-stas00__excerpt1.txt": "EXCERPT: links 1-16 elided",
+    "nvidia-smi-nvlink-s__gb200-18links-53GBs-k8stestinfra371__excerpt7.txt": "EDITED: ends with ...",
+    "dcgmi-diag__l40s-x4-dcgm423-pcie-fail-internal-error-dcgm253__7.txt": "paste has no closing border",
+    "dcgmi-diag__r2-gpumem-fail-thermal-stas00__excerpt2.txt": "EXCERPT: GPU Memory rows only, last row cut",
+    "nvbandwidth__gb300-dgxstation-c2c-stas00__excerpt4.txt": "EXCERPT between [...] markers",
+    "mlnx_qos__roce-rdma0-dscp-husky__excerpt2.txt": "EXCERPT: stops after dscp2prio",
+    "ibstat__a100-azure-cx6vf-hdr-ibpanic-gpud__5.txt": "ibstat failed part-way (ibpanic, exit 255)",
+    "mlxconfig-q__cx5-default-current-nextboot-star-shsdocs__excerpt.txt": "EXCERPT: rows elided with ...",
+}
+
+HERE = Path(__file__).resolve().parent
+
+
+def _real_files() -> list[str]:
+    if not REAL_DIR.is_dir():
+        return []
+    return sorted(p.name for p in REAL_DIR.iterdir() if p.is_file() and p.name != "SOURCES.md")
+
+
+def _local_files() -> list[str]:
+    return sorted(p.name for p in LOCAL_DIR.iterdir() if p.is_file())
+
+
+def _prefix(name: str) -> str:
+    return name.split("__", 1)[0]
+
+
+def test_real_fixture_folder_matches_sources_md() -> None:
+    """Every file listed in SOURCES.md is present (none lost), and vice versa (next test)."""
+    sources = (real_dir() / "SOURCES.md").read_text(encoding="utf-8")
+    listed = {
+        line.split(" | ")[0].removeprefix("| ") for line in sources.splitlines() if line.startswith("| ")
+    }
+    listed.discard("file")
+    assert listed == set(_real_files())
+    assert len(listed) >= 96
+
+
+def test_every_fixture_prefix_has_a_parser() -> None:
+    real_dir()
+    unclaimed = [n for n in _real_files() + _local_files() if _prefix(n) not in PARSERS]
+    assert unclaimed == []
+
+
+def test_every_fixture_is_cited_by_a_value_test() -> None:
+    real_dir()
+    tests_text = "\n".join(
+        p.read_text(encoding="utf-8") for p in HERE.glob("test_hw_*.py") if p.name != Path(__file__).name
+    )
+    missing = [n for n in _real_files() + _local_files() if n not in tests_text]
+    assert missing == []
+
+
+def test_every_real_fixture_has_a_sources_row() -> None:
+    sources = (real_dir() / "SOURCES.md").read_text(encoding="utf-8")
+    missing = [n for n in _real_files() if f"| {n} |" not in sources]
+    assert missing == []
+
+
+@pytest.mark.parametrize("name", _real_files() + _local_files())
+def test_fixture_parses_as_documented(name: str) -> None:
+    path = (LOCAL_DIR / name) if name in _local_files() else (real_dir() / name)
+    text = path.read_text(encoding="utf-8")
+    parser = PARSERS[_prefix(name)]
+    if name not in STRICT_FAILS:
+        assert parser(text) is not None
+        return
+    with pytest.raises(ParseError):
+        parser(text)
+    if parser is ibstat.parse:
+        assert ibstat.parse_report(text).errors
+    else:
+        assert parser(text, partial=True) is not None
