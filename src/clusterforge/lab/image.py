@@ -266,12 +266,29 @@ def ensure_image(cache: Path | None = None) -> Path:
         json.dumps({"base": base.name, "packages": packages(), "sim": tree_hash(sim_dir())}, indent=1)
     )
     (rootdir / "ready").write_text("")
+    for old in prune({rootfs}, cache):
+        log.info("removed unused image %s", old.name)
     return rootfs
 
 
+def lowers_in_use() -> set[Path]:
+    """Lower rootfs of nodes whose supervisor is alive (any cluster): never removed under a running node."""
+    from clusterforge.lab import procs  # here: image must stay importable without the runtime modules
+
+    used = set()
+    for cfg in config.STATE_BASE.glob("*/nodes/*/supervisor.json"):
+        if procs.live_pid(cfg.with_name("supervisor.pid")) is not None:
+            try:
+                used.add(Path(json.loads(cfg.read_text())["lower"]))
+            except (OSError, ValueError, KeyError):
+                continue
+    return used
+
+
 def prune(keep: set[Path], cache: Path | None = None) -> list[Path]:
-    """Remove cached lower rootfs other than `keep` (not the base tarballs). Returns what was removed."""
+    """Remove cached lower rootfs other than `keep` and those in use (base tarballs stay)."""
     cache = cache or config.IMAGE_CACHE
+    keep = keep | lowers_in_use()
     gone = []
     for d in cache.glob("*/rootfs"):
         if d not in keep:

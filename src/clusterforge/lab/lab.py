@@ -227,6 +227,14 @@ class Lab:
             input = input.encode()
         return subprocess.run(cmd, input=input, timeout=timeout, check=check, capture_output=True, text=text)
 
+    def set_rail_carrier(self, name: str, rail: int, up: bool) -> None:
+        """Plug or pull rail `rail`'s cable: the host end goes down, the node's netdev loses carrier."""
+        n = self.plan.node(name)
+        r = next((r for r in n.rails if r.index == rail), None)
+        if r is None:
+            raise LabError(f"{name} has no rail {rail}")
+        net.ip("link", "set", r.host_link, "up" if up else "down")
+
     def wait_ssh(self, names: Iterable[str] | None = None, timeout: float = 60.0) -> float:
         """Wait until every named node's sshd answers with its banner. Returns seconds waited."""
         t0 = time.monotonic()

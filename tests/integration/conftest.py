@@ -1,0 +1,99 @@
+"""Integration fixtures: ONE local lab for the whole session (docs/lab.md).
+
+`lab` (session) brings the lab up from a cached image (first run builds the image: ~2-3 min) and tears it
+down at the end, then checks the host is as before. The plan is $CLUSTERFORGE_LAB_PLAN, else
+inventory/generated/lab/plan.json, else a 4-node synthetic plan (roce-01/02, ib-01/02, 8 rails each).
+A lab that was already fully up before the session is reused and left up; so is any lab when
+CLUSTERFORGE_LAB_KEEP=1. Tests needing it carry `@pytest.mark.lab`; without root or systemd-nspawn they
+are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LOCK = Path("/run/lock/clusterforge-lab-tests.lock")
+
+
+def lab_unavailable() -> str | None:
+    """Why the lab cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "the lab needs root (netns, bridges, systemd-nspawn): run the lab tests as root"
+    for tool in ("systemd-nspawn", "debootstrap", "slurmctld", "munged", "zstd", "nsenter", "ssh"):
+        if shutil.which(tool) is None:
+            return f"{tool} missing: run scripts/install-system-deps.sh"
+    return None
+
+
+requires_root = pytest.mark.skipif(lab_unavailable() is not None, reason=lab_unavailable() or "")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = lab_unavailable()
+    if reason is None:
+        return
+    for item in items:
+        if item.get_closest_marker("lab"):
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _plan_source(tmp: Path) -> Path:
+    env = os.environ.get("CLUSTERFORGE_LAB_PLAN")
+    if env:
+        return Path(env)
+    generated = REPO / "inventory/generated/lab/plan.json"
+    if generated.exists():
+        return generated
+    from clusterforge.lab.synthetic import make_plan
+
+    path = tmp / "plan.json"
+    path.write_text(json.dumps(make_plan(), indent=1))
+    return path
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def lab_plan_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _plan_source(tmp_path_factory.mktemp("lab-plan"))
+
+
+@pytest.fixture(scope="session")
+def lab(lab_plan_path: Path, worker_id: str) -> Iterator[object]:
+    """The session's lab (a clusterforge.lab.Lab), every node SSH-reachable."""
+    reason = lab_unavailable()
+    if reason is not None:
+        print(f"\nlab tests skipped: {reason}")
+        pytest.skip(reason)
+    from clusterforge.lab import Lab, cleanup
+
+    lab = Lab(lab_plan_path)
+    with _locked():
+        already = all(lab.healthy(n.name) for n in lab.plan.nodes)
+        lab.up(timeout=300)
+    yield lab
+    keep = already or os.environ.get("CLUSTERFORGE_LAB_KEEP") == "1" or worker_id != "master"
+    if keep:
+        print(f"\nlab {lab.cluster} left up (`clusterforge lab down` removes it)")
+        return
+    lab.down()
+    left = {k: v for k, v in cleanup.leftovers().items() if v}
+    assert not left, f"lab down left traces on the host: {left}"

@@ -1,0 +1,146 @@
+"""Up/down/reset/reboot/snapshot/crash cycles on ONE extra node (its own cluster, fabric and address),
+so the shared session lab is not disturbed; each cycle must leave nothing of that node on the host."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterforge.lab import Lab, cleanup, net, node, procs
+from clusterforge.lab.synthetic import make_plan
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(scope="module")
+def extra(lab: Any) -> Iterator[Lab]:
+    used = {n.mgmt_ip for n in lab.plan.nodes}
+    ip = next(f"10.244.0.{i}" for i in range(250, 200, -1) if f"10.244.0.{i}" not in used)
+    raw = make_plan({"roce": 1}, cluster=f"{lab.cluster}-cycle")
+    n = raw["nodes"][0]
+    n.update(name="cycle-01", mgmt_ip=ip, fabric="cyc0", pool="cycle")
+    n["rails"] = n["rails"][:2]
+    extra = Lab(raw)
+    yield extra
+    extra.nodes_down(extra.plan.nodes)
+    for br in {r.bridge for r in extra.plan.nodes[0].rails}:
+        net.ip("link", "del", br, check=False)
+
+
+def _traces(lab: Lab) -> dict[str, Any]:
+    """What of the extra node exists on the host."""
+    n = lab.plan.nodes[0]
+    p = lab.paths(n.name)
+    links = set(net.links())
+    return {
+        "netns": net.netns_exists(n.netns),
+        "links": sorted({n.mgmt_host_link, *(r.host_link for r in n.rails)} & links),
+        "processes": node.stray_processes(p.dir),
+        "supervisor": node.supervisor_pid(p),
+        "mounts": [m for m in cleanup._lab_mounts() if str(p.dir) in m],
+    }
+
+
+NOTHING = {"netns": False, "links": [], "processes": [], "supervisor": None, "mounts": []}
+
+
+def _ssh_ok(lab: Lab) -> str:
+    n = lab.plan.nodes[0]
+    r = subprocess.run(lab.ssh_argv(n.name, "hostname"), capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def test_up_down_cycles_leave_nothing(extra: Lab) -> None:
+    name = extra.plan.nodes[0].name
+    for _ in range(2):
+        extra.node_up(name, wait=True, timeout=60)
+        assert _ssh_ok(extra) == name
+        assert extra.status()["nodes"][name]["state"] == "running"
+        assert not any(m for m in cleanup._lab_mounts() if "/nodes/" in m)  # overlay not in the host table
+        extra.node_down(name)
+        assert _traces(extra) == NOTHING
+    extra.node_up(name, wait=True)
+    extra.node_up(name, wait=True)  # idempotent: same supervisor
+    sup = node.supervisor_pid(extra.paths(name))
+    extra.node_up(name)
+    assert node.supervisor_pid(extra.paths(name)) == sup
+
+
+def test_guest_reboot_comes_back(extra: Lab) -> None:
+    name = extra.plan.nodes[0].name
+    extra.node_up(name, wait=True)
+    before = node.read_state(extra.paths(name))["boots"]
+    old_init = node.init_pid(extra.plan.nodes[0])
+    extra.exec(name, ["sh", "-c", "echo kept > /var/tmp/marker; systemctl reboot"], timeout=30)
+    assert procs.wait_until(lambda: node.read_state(extra.paths(name)).get("boots", 0) > before, 30)
+    assert procs.wait_until(lambda: node.init_pid(extra.plan.nodes[0]) not in (None, old_init), 30)
+    extra.wait_ssh([name], 30)
+    assert _ssh_ok(extra) == name
+    assert extra.exec(name, ["cat", "/var/tmp/marker"]).stdout == "kept\n"  # upper layer survives reboot
+    assert extra.status()["nodes"][name]["state"] == "running"
+
+
+def test_guest_poweroff_stays_off(extra: Lab) -> None:
+    name = extra.plan.nodes[0].name
+    extra.node_up(name, wait=True)
+    extra.exec(name, ["systemctl", "poweroff"], timeout=30)
+    assert procs.wait_until(lambda: node.supervisor_pid(extra.paths(name)) is None, 30)
+    assert node.read_state(extra.paths(name))["state"] == "off"
+    extra.node_down(name)  # removes the netns left behind
+    assert _traces(extra) == NOTHING
+
+
+def test_reset_and_snapshot_restore(extra: Lab) -> None:
+    name = extra.plan.nodes[0].name
+    extra.node_up(name, wait=True)
+    key_before = Path(extra.known_hosts_path).read_text()
+    extra.exec(name, ["sh", "-c", "echo provisioned > /etc/marker; rm /etc/issue.net"], timeout=30)
+    extra.snapshot(name, "t1")
+    assert extra.healthy(name)  # snapshot restarts a running node
+    extra.reset(name)
+    assert extra.exec(name, ["cat", "/etc/marker"]).returncode != 0
+    assert extra.exec(name, ["test", "-e", "/etc/issue.net"]).returncode == 0
+    assert _ssh_ok(extra) == name and Path(extra.known_hosts_path).read_text() == key_before
+    extra.restore(name, "t1")
+    assert extra.exec(name, ["cat", "/etc/marker"]).stdout == "provisioned\n"
+    assert extra.exec(name, ["test", "-e", "/etc/issue.net"]).returncode != 0  # whiteout kept
+    assert _ssh_ok(extra) == name
+
+
+def test_recovers_from_a_crashed_supervisor(extra: Lab) -> None:
+    n = extra.plan.nodes[0]
+    extra.node_up(n.name, wait=True)
+    sup = node.supervisor_pid(extra.paths(n.name))
+    assert sup is not None
+    os.kill(sup, signal.SIGKILL)  # the guest keeps running, orphaned
+    assert procs.wait_until(lambda: not procs.pid_alive(sup), 5)
+    assert not extra.healthy(n.name)
+    t0 = time.monotonic()
+    extra.node_up(n.name, wait=True)
+    assert time.monotonic() - t0 < 30
+    assert _ssh_ok(extra) == n.name
+    assert (
+        len(
+            [
+                p
+                for p in node.node_pids(n)
+                if procs.container_init(procs.ns_inode(net.NETNS_DIR / n.netns) or 0) == p
+            ]
+        )
+        == 1
+    )
+    extra.node_down(n.name)
+    assert _traces(extra) == NOTHING
+
+
+def test_status_json_serialisable(extra: Lab) -> None:
+    json.dumps(extra.status())

@@ -1,0 +1,42 @@
+"""Detached daemons and pid helpers (no root needed)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from clusterforge.lab import procs
+
+
+def test_spawn_daemon_detaches(tmp_path: Path) -> None:
+    pidfile, log = tmp_path / "d.pid", tmp_path / "d.log"
+    pid = procs.spawn_daemon(["sleep", "30"], pidfile, log)
+    try:
+        assert procs.pid_alive(pid)
+        assert procs.live_pid(pidfile, "sleep") == pid
+        assert procs.live_pid(pidfile, "python") is None
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        assert int(stat[1]) != os.getpid()  # not our child: survives us
+        assert int(stat[3]) == pid  # session leader of its own session
+    finally:
+        procs.stop_pid(pid, timeout=2)
+    assert not procs.pid_alive(pid)
+
+
+def test_pid_helpers(tmp_path: Path) -> None:
+    assert procs.pid_alive(os.getpid())
+    assert not procs.pid_alive(None) and not procs.pid_alive(0)
+    assert procs.read_pid(tmp_path / "missing") is None
+    (tmp_path / "bad").write_text("x")
+    assert procs.read_pid(tmp_path / "bad") is None
+    assert procs.pss_kib([os.getpid()]) > 0
+
+
+def test_zombie_counts_as_dead() -> None:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    assert procs.wait_until(lambda: not procs.pid_alive(pid), 5)
+    os.waitpid(pid, 0)
+    procs.signal_all([pid], signal.SIGTERM)  # gone: no error
