@@ -13,7 +13,8 @@ TOOL = "ibv_devinfo"
 
 _HCA_RE = re.compile(r"^hca_id:\s+(?P<hca>\S+)$")
 _PORT_RE = re.compile(r"^port:\s+(?P<port>\d+)$")
-_KV_RE = re.compile(r"^(?P<key>[A-Za-z_][\w ]*?):\s+(?P<value>.*)$")
+_KV_RE = re.compile(r"^(?P<key>[A-Za-z_][\w ]*?):(?:\s+(?P<value>.*))?$")
+_FLAG_RE = re.compile(r"^[A-Z][A-Z0-9_]*(?: \(\d+\))?$")
 _GID_RE = re.compile(r"^GID\[\s*(?P<idx>\d+)\]:\s+(?P<gid>[0-9a-fA-F:.]+)(?:, (?P<type>.+))?$")
 _CODED_RE = re.compile(r"^(?P<name>.+?) \((?P<code>\d+)\)$")
 _DEV_KEYS = (
@@ -108,6 +109,7 @@ def parse(text: str) -> list[IbvDevice]:
             list[tuple[int, int, dict[str, tuple[int, str]], list[IbvGid]]],
         ]
     ] = []
+    last_key: tuple[dict[str, tuple[int, str]], str] | None = None
     for line_no, raw in enumerate(split_lines(text), 1):
         line = raw.strip()
         if not line:
@@ -128,13 +130,18 @@ def parse(text: str) -> list[IbvDevice]:
         if ports and (gm := _GID_RE.match(line)):
             ports[-1][3].append(IbvGid(int(gm.group("idx")), gm.group("gid"), gm.group("type")))
             continue
+        target = ports[-1][2] if ports else dev_kv
         km = _KV_RE.match(line)
         if not km:
-            raise ParseError(TOOL, "unrecognised line", line_no=line_no, line=raw)
-        target = ports[-1][2] if ports else dev_kv
+            if not (_FLAG_RE.match(line) and last_key and last_key[0] is target):
+                raise ParseError(TOOL, "unrecognised line", line_no=line_no, line=raw)
+            first_no, value = target[last_key[1]]  # -v prints capability flags one per line
+            target[last_key[1]] = (first_no, f"{value} {line}".strip())
+            continue
         if km.group("key") in target:
             raise ParseError(TOOL, f"repeated key {km.group('key')!r}", line_no=line_no, line=raw)
-        target[km.group("key")] = (line_no, km.group("value").strip())
+        target[km.group("key")] = (line_no, (km.group("value") or "").strip())
+        last_key = (target, km.group("key"))
     if not devices:
         raise ParseError(TOOL, "no 'hca_id:' blocks")
     out = []

@@ -11,7 +11,7 @@ from .errors import ParseError
 
 TOOL = "lscpu"
 
-_KV_RE = re.compile(r"^(?P<key>[A-Za-z][^:]*):(?P<pad>\s+)(?P<value>\S.*)?$")
+_KV_RE = re.compile(r"^(?P<key>[A-Za-z][^:]*):(?:\s+(?P<value>\S.*)?)?$")
 _NODE_RE = re.compile(r"^NUMA node(?P<node>\d+) CPU\(s\)$")
 
 
@@ -60,19 +60,27 @@ def parse_lscpu(text: str) -> Lscpu:
         if not line.strip():
             last_key = None
             continue
-        if line[:1].isspace():
-            if last_key is None or not line[:value_col].isspace():
-                raise ParseError(TOOL, "unexpected indented line", line_no=line_no, line=raw)
-            fields[last_key] += line[value_col:]
+        if (
+            line[:1].isspace()
+            and last_key is not None
+            and len(line) > value_col
+            and line[:value_col].isspace()
+        ):
+            fields[last_key] += line[
+                value_col:
+            ]  # value wrapped by the terminal, indented to the value column
             continue
-        m = _KV_RE.match(line)
+        m = _KV_RE.match(
+            line.lstrip()
+        )  # indented keys: util-linux >= 2.37 tree layout ("NUMA:" > "NUMA node(s):")
         if not m:
             raise ParseError(TOOL, "expected 'Key: value'", line_no=line_no, line=raw)
         key = m.group("key").strip()
         if key in fields:
             raise ParseError(TOOL, f"{key} repeated", line_no=line_no, line=raw)
+        indent = len(line) - len(line.lstrip())
         fields[key] = m.group("value") or ""
-        last_key, value_col = key, m.start("value") if m.group("value") else len(line)
+        last_key, value_col = key, indent + m.start("value") if m.group("value") else len(line)
     fields = {k: v.strip() for k, v in fields.items()}
     for key in ("Architecture", "CPU(s)", "NUMA node(s)"):
         if key not in fields:

@@ -12,7 +12,9 @@ from .errors import ParseError
 TOOL = "mlnx_qos"
 
 _DSCP_RE = re.compile(r"^prio:(?P<prio>\d) dscp:(?P<dscp>(?:\d{2},)+)$")
-_BUFFER_RE = re.compile(r"^Receive buffer size \(bytes\): (?P<sizes>(?:\d+,)+)max_buffer_size=(?P<max>\d+)$")
+_BUFFER_RE = re.compile(
+    r"^Receive buffer size \(bytes\): (?P<sizes>(?:\d+,)+)(?:max_buffer_size|total_size)=(?P<max>\d+)$"
+)
 _TC_RE = re.compile(r"^tc: (?P<tc>\d) ratelimit: (?P<rl>[^,]+), tsa: (?P<tsa>\w+)(?:, bw: (?P<bw>\d+)%)?$")
 _TC_PRIO_RE = re.compile(r"^priority:\s+(?P<prio>\d)$")
 _PFC_ROW_RE = re.compile(r"^(?P<name>priority|enabled|buffer)((?:\s+\d+){8})$")
@@ -103,7 +105,7 @@ def parse(text: str, *, partial: bool = False) -> MlnxQos:
     if top["Priority trust state"] == "dscp" and sorted(dscp) != list(range(8)):
         raise ParseError(TOOL, "trust state dscp but dscp2prio map incomplete - output truncated")
     if not partial:
-        if set(pfc) != {"priority", "enabled", "buffer"} or pfc["priority"] != tuple(range(8)):
+        if not {"priority", "enabled"} <= set(pfc) or pfc["priority"] != tuple(range(8)):
             raise ParseError(TOOL, "PFC configuration table missing or incomplete - output truncated")
         if not tcs:
             raise ParseError(TOOL, "no 'tc:' entries - output truncated")

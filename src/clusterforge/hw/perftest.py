@@ -112,7 +112,7 @@ def _parse(
     title = lines[title_at].strip()
     if (kind == "BW") != title.endswith("BW Test"):
         raise ParseError(tool, f"this is a {title!r} report", line_no=title_at + 1)
-    warnings = [line.strip() for line in lines[:title_at] if line.strip().startswith("WARNING")]
+    warnings = [line.strip() for line in lines[:title_at] if line.strip().upper().startswith("WARNING")]
     settings: dict[str, str] = {}
     addr: dict[str, str] = {}
     side = ""
@@ -131,7 +131,7 @@ def _parse(
             continue
         if dashes_after_table:
             continue  # tool epilogue (e.g. "deallocating GPU buffer") after the closing dashes
-        if _CPUFREQ_RE.match(line) or line.startswith("WARNING"):
+        if _CPUFREQ_RE.match(line) or line.upper().startswith("WARNING"):
             warnings.append(line)
         elif line.startswith("#bytes"):
             columns = _COL_RE.findall(line)

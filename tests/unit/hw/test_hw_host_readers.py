@@ -221,6 +221,33 @@ def test_lscpu_kvm_xeon(real: Real) -> None:
     assert c.has_flag("avx512_fp16") and c.fields["L3 cache"] == "32 MiB (2 instances)"
 
 
+def test_lscpu_tree_layout() -> None:
+    """util-linux >= 2.37 prints a tree (indented sub-keys, section headers) on a terminal; synthetic sample
+    of that layout (the shared captures are both flat)."""
+    text = (
+        "Architecture:             x86_64\n"
+        "  CPU op-mode(s):         32-bit, 64-bit\n"
+        "CPU(s):                   4\n"
+        "  On-line CPU(s) list:    0-3\n"
+        "Vendor ID:                GenuineIntel\n"
+        "  Model name:             Intel(R) Xeon(R) Platinum 8480+\n"
+        "    Thread(s) per core:   2\n"
+        "    Core(s) per socket:   2\n"
+        "    Socket(s):            1\n"
+        "    Flags:                fpu vme de pse tsc msr pae mce cx8 apic clflush\n"
+        "                           mmx fxsr sse sse2\n"
+        "Caches (sum of all):\n"
+        "  L3:                     105 MiB (1 instance)\n"
+        "NUMA:\n"
+        "  NUMA node(s):           1\n"
+        "  NUMA node0 CPU(s):      0-3\n"
+    )
+    c = parse_lscpu(text)
+    assert (c.model_name, c.sockets, c.numa_nodes, c.numa_node_cpus) == (
+        "Intel(R) Xeon(R) Platinum 8480+", 1, 1, {0: (0, 1, 2, 3)})  # fmt: skip
+    assert c.has_flag("clflush") and c.has_flag("mmx") and c.fields["L3"] == "105 MiB (1 instance)"
+
+
 def test_lscpu_truncated_and_garbage(real: Real) -> None:
     with pytest.raises(ParseError, match="NUMA node"):
         parse_lscpu(head(real("lscpu__a100x8-epyc7742-oyanghd__1.txt"), 20))

@@ -206,9 +206,12 @@ def test_ibv_devinfo_verbose_gids_and_errors(real: Real) -> None:
         "\t\t\tactive_speed:\t\t100 Gbps (128)\n\t\t\tGID[  0]:\t\tfe80::a288:c2ff:fee3:142a, RoCE v1\n"
         "\t\t\tGID[  3]:\t\t::ffff:10.0.0.7, RoCE v2\n"
     )
+    flags = "\tdevice_cap_flags:\t\t0x21361c36\n\t\t\t\t\tBAD_PKEY_CNTR\n\t\t\t\t\tBAD_QKEY_CNTR\n"
+    text = text.replace("\t\tport:\t1\n", flags + "\t\tport:\t1\n")
     [dev] = ibv_devinfo.parse(text)
+    assert dev.extra["device_cap_flags"] == "0x21361c36 BAD_PKEY_CNTR BAD_QKEY_CNTR"
     assert (
-        dev.extra == {"max_mr_size": "0xffffffffffffffff"}
+        dev.extra["max_mr_size"] == "0xffffffffffffffff"
         and dev.ports[0].extra["active_speed"] == "100 Gbps (128)"
     )
     assert [(g.index, g.gid, g.type) for g in dev.ports[0].gids] == [

@@ -78,7 +78,7 @@ def test_mlnx_qos_truncated_and_garbage(real: Real) -> None:
     with pytest.raises(ParseError, match="dscp2prio map incomplete"):
         mlnx_qos.parse(head(text, 6), partial=True)
     with pytest.raises(ParseError, match="PFC configuration"):
-        mlnx_qos.parse(head(text, 16))  # PFC table cut before its "buffer" row
+        mlnx_qos.parse(head(text, 15))  # PFC table cut before its "enabled" row
     with pytest.raises(ParseError, match="tc:"):
         mlnx_qos.parse(head(text, 17))
     for garbage in ("", "hello world\n", "DCBX mode: OS controlled\n"):
