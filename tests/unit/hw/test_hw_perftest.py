@@ -158,3 +158,5 @@ def test_wrong_report_kind_and_truncation(real: Real) -> None:
 def test_garbage_raises(text: str) -> None:
     with pytest.raises(ParseError):
         parse_bw(text)
+    with pytest.raises(ParseError):
+        parse_lat(text)
