@@ -1,0 +1,156 @@
+"""What one node is checked against, read from plan.json (never hard-coded in a validator)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Rail:
+    index: int
+    hca: str
+    port: int
+    netdev: str
+    gpu: int
+    numa: int
+    ip: str
+    prefix: int
+    mtu: int
+    link_layer: str
+    speed_gbps: int
+    pci: str
+    gpu_link: str | None
+
+    @classmethod
+    def of(cls, r: dict[str, Any]) -> Rail:
+        return cls(
+            index=int(r["index"]),
+            hca=r["hca"],
+            port=int(r.get("port", 1)),
+            netdev=r["netdev"],
+            gpu=int(r["gpu"]),
+            numa=int(r["numa"]),
+            ip=r["ip"],
+            prefix=int(r["prefix"]),
+            mtu=int(r["mtu"]),
+            link_layer=r["link_layer"],
+            speed_gbps=int(r["speed_gbps"]),
+            pci=str(r.get("pci", "")),
+            gpu_link=r.get("gpu_link"),
+        )
+
+
+@dataclass(frozen=True)
+class Threshold:
+    name: str
+    value: float
+    unit: str
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.value:g} {self.unit} ({self.source})"
+
+
+@dataclass(frozen=True)
+class NodeExpect:
+    """A node's expectations: its plan entry, its SKU, and the cluster-wide policy it is held to."""
+
+    name: str
+    pool: str
+    sku_name: str
+    fabric: str
+    fabric_type: str  # roce | infiniband
+    mgmt_ip: str
+    mgmt_netdev: str
+    digest: str
+    rails: tuple[Rail, ...]
+    sku: dict[str, Any]
+    tuning: dict[str, Any]
+    software: dict[str, Any]
+    certification: dict[str, Any]
+    cluster: str
+    plan_hash: str
+    knobs: dict[str, Any] = field(default_factory=dict)  # role knobs from group_vars beside plan.json
+
+    @property
+    def roce(self) -> bool:
+        return self.fabric_type == "roce"
+
+    @property
+    def gpu(self) -> dict[str, Any]:
+        return dict(self.sku["gpu"])
+
+    @property
+    def nvswitch(self) -> bool:
+        return bool(self.sku["gpu"].get("nvswitch"))
+
+    @property
+    def timeout(self) -> int:
+        return int(self.certification.get("check_timeout_s", 60))
+
+    @property
+    def perf_attempts(self) -> int:
+        return int(self.certification.get("perf_attempts", 3))
+
+    def rail(self, index: int) -> Rail:
+        return next(r for r in self.rails if r.index == index)
+
+    def threshold(self, name: str) -> Threshold:
+        t = self.sku.get("thresholds", {}).get(name)
+        if not isinstance(t, dict) or "value" not in t:
+            raise KeyError(f"SKU {self.sku_name} declares no threshold {name!r}")
+        return Threshold(name, float(t["value"]), str(t.get("unit", "")), str(t.get("source", "catalog")))
+
+
+def load_plan(path: Path | str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(Path(path).read_text())
+    for key in ("nodes", "skus", "tuning", "software", "certification", "plan_hash"):
+        if key not in doc:
+            raise ValueError(f"{path}: not a clusterforge plan.json (no {key!r})")
+    return doc
+
+
+def group_vars(folder: Path, node: dict[str, Any]) -> dict[str, Any]:
+    """The role knobs that apply to ``node`` from ``group_vars/`` (all, fabric type, SKU), later wins.
+
+    Values that are Jinja templates are left out: the plan gives their resolved meaning directly.
+    """
+    names = ["all", f"fabric_type_{node['fabric_type']}", "sku_" + node["sku"].replace("-", "_")]
+    out: dict[str, Any] = {}
+    for name in names:
+        path = folder / "group_vars" / f"{name}.yml"
+        if path.is_file():
+            data = yaml.safe_load(path.read_text()) or {}
+            out.update({k: v for k, v in data.items() if not (isinstance(v, str) and "{{" in v)})
+    return out
+
+
+def node_expect(doc: dict[str, Any], node: dict[str, Any], knobs: dict[str, Any] | None = None) -> NodeExpect:
+    return NodeExpect(
+        name=node["name"],
+        pool=node["pool"],
+        sku_name=node["sku"],
+        fabric=node["fabric"],
+        fabric_type=node["fabric_type"],
+        mgmt_ip=node["mgmt_ip"],
+        mgmt_netdev=node["mgmt_netdev"],
+        digest=node["expectation_digest"],
+        rails=tuple(Rail.of(r) for r in node["rails"]),
+        sku=doc["skus"][node["sku"]],
+        tuning=doc["tuning"],
+        software=doc["software"],
+        certification=doc["certification"],
+        cluster=doc["cluster"],
+        plan_hash=doc["plan_hash"],
+        knobs=dict(knobs or {}),
+    )
+
+
+def nodes_of(doc: dict[str, Any], folder: Path | None = None) -> dict[str, NodeExpect]:
+    """Every node of the plan by name, in plan order; ``folder`` (the inventory) adds the role knobs."""
+    return {n["name"]: node_expect(doc, n, group_vars(folder, n) if folder else None) for n in doc["nodes"]}

@@ -1,0 +1,68 @@
+"""Fix hints: which role and tag set each checked setting, and what to do about hardware faults.
+
+Failure messages name these (``run `clusterforge provision --tags TAG --limit NODE` (role ROLE)``), so a
+tag renamed in a role must be renamed here too; ``tests/unit/validators`` checks every tag exists in the
+roles once they are present.
+"""
+
+from __future__ import annotations
+
+from clusterforge.certify.checks import Fix
+
+FIXES: dict[str, Fix] = {
+    # os_tuning
+    "cmdline": Fix("os_tuning", "os_cmdline", "a reboot applies kernel command-line changes"),
+    "cstates": Fix("os_tuning", "os_cstates"),
+    "governor": Fix("os_tuning", "os_cpufreq"),
+    "hugepages": Fix("os_tuning", "os_hugepages"),
+    "thp": Fix("os_tuning", "os_thp"),
+    "numa_balancing": Fix("os_tuning", "os_sysctl"),
+    "memlock": Fix("os_tuning", "os_limits"),
+    "irqbalance": Fix("os_tuning", "os_irqbalance"),
+    "time": Fix("os_tuning", "os_time"),
+    "tuned": Fix("os_tuning", "os_tuned"),
+    "iommu": Fix("os_tuning", "os_cmdline", "a reboot applies kernel command-line changes"),
+    # nvidia_gpu
+    "driver": Fix("nvidia_gpu", "gpu_driver"),
+    "cuda": Fix("nvidia_gpu", "gpu_cuda"),
+    "dcgm": Fix("nvidia_gpu", "gpu_dcgm"),
+    "persistence": Fix("nvidia_gpu", "gpu_persistence"),
+    "ecc_mode": Fix("nvidia_gpu", "gpu_ecc", "a GPU reset or reboot applies a pending ECC mode"),
+    "mig": Fix("nvidia_gpu", "gpu_mig"),
+    "fabricmanager": Fix("nvidia_gpu", "gpu_fabricmanager"),
+    "peermem": Fix("nvidia_gpu", "gpu_peermem"),
+    "vbios": Fix(action="flash the pinned VBIOS with the vendor's tool, then re-certify"),
+    # rdma
+    "rdma_core": Fix("rdma", "rdma_packages"),
+    "nic_firmware": Fix("rdma", "rdma_firmware", "or flash it with mlxfwmanager and reset the NIC"),
+    "roce_qos": Fix("rdma", "roce_qos"),
+    "rdma_netdev": Fix("rdma", "rdma_netdev"),
+    # nccl
+    "nccl": Fix("nccl", "nccl"),
+    # hardware: nothing to re-apply
+    "gpu_hw": Fix(
+        action="drain the node, reset the GPU (`nvidia-smi -r`) or reboot; RMA the GPU if it recurs"
+    ),
+    "gpu_missing": Fix(
+        action="reseat or replace the GPU (check `lspci` and the BMC log); RMA if it stays lost"
+    ),
+    "nvlink_hw": Fix(action="reset the GPUs/NVSwitch (reboot); check the baseboard; RMA if links stay down"),
+    "pcie_hw": Fix(
+        action="reseat the GPU/NIC, check the riser and BIOS PCIe settings; RMA if it stays degraded"
+    ),
+    "link_hw": Fix(
+        action="check the cable/transceiver and the switch port (`ibstat`, switch logs); replace the "
+        "cable or optic"
+    ),
+    "nic_hw": Fix(action="reseat or replace the NIC; check `lspci` and `dmesg` for mlx5 errors"),
+    "perf": Fix(
+        action="re-run in a quiet window; if it stays low, drain and investigate (clocks, thermals, "
+        "PCIe, cabling)"
+    ),
+    "topology": Fix(action="the SKU does not match this hardware: fix the catalog entry or the node's pool"),
+}
+
+
+def hint(key: str, node: str) -> str:
+    """The rendered fix for ``key`` on ``node``."""
+    return FIXES[key].render(node)

@@ -1,0 +1,147 @@
+"""Validators' fixtures: the plan's expectations per node, one testinfra host (one SSH session) per node.
+
+Run by `clusterforge certify` (one pytest process per node), or by hand::
+
+    pytest validators -m quick --plan inventory/generated/lab/plan.json \\
+        --hosts ssh://root@10.244.0.11 --ssh-config run/ssh_config
+
+``--plan`` (or ``$CLUSTERFORGE_PLAN``) names plan.json; the role knobs come from ``group_vars/`` beside it.
+``--hosts`` are matched to plan nodes by address or name; without ``--hosts`` every plan node is
+targeted at its management address. ``--pool`` / ``--sku`` narrow the nodes. Tests are parametrized by
+node (``cf_node``) and, where they take ``rail``, by rail; a check only applies to nodes that its
+``applies`` marker accepts (e.g. RoCE-only checks).
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import testinfra
+
+from clusterforge.certify.checks import Probe
+from clusterforge.certify.expect import NodeExpect, load_plan, nodes_of
+
+pytest_plugins = ["clusterforge.certify.plugin"]
+
+_PROBES: dict[str, Probe] = {}
+_HOSTS: dict[str, Any] = {}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("clusterforge", "clusterforge certification")
+    group.addoption(
+        "--plan",
+        dest="cf_plan",
+        default=os.environ.get("CLUSTERFORGE_PLAN"),
+        help="plan.json of the cluster (default $CLUSTERFORGE_PLAN)",
+    )
+    group.addoption("--pool", dest="cf_pool", default=None, help="only nodes of these pools (comma list)")
+    group.addoption("--sku", dest="cf_sku", default=None, help="only nodes of these SKUs (comma list)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "applies(predicate): the check applies to nodes where predicate(node)")
+
+
+def _host_of(spec: str) -> str:
+    """The address or name in a testinfra host spec (``ssh://root@10.0.0.1:22`` → ``10.0.0.1``)."""
+    netloc = urllib.parse.urlparse(spec).netloc if "://" in spec else spec
+    return netloc.rpartition("@")[2].split(":")[0]
+
+
+def _targets(config: pytest.Config) -> dict[str, tuple[NodeExpect, str]]:
+    """node name → (expectations, testinfra host spec), computed once per session."""
+    cached = getattr(config, "_cf_targets", None)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    plan_path = config.getoption("cf_plan")
+    if not plan_path:
+        raise pytest.UsageError("validators need the plan: pass --plan PATH or set CLUSTERFORGE_PLAN")
+    doc = load_plan(plan_path)
+    nodes = nodes_of(doc, Path(plan_path).parent)
+    by_addr = {n.mgmt_ip: n for n in nodes.values()} | {n.name: n for n in nodes.values()}
+    hosts = config.getoption("hosts", None)
+    specs = hosts.split(",") if hosts else [f"ssh://root@{n.mgmt_ip}" for n in nodes.values()]
+    targets: dict[str, tuple[NodeExpect, str]] = {}
+    for spec in specs:
+        node = by_addr.get(_host_of(spec))
+        if node is None:
+            raise pytest.UsageError(f"host {spec!r} is not a node of {plan_path} (by name or management IP)")
+        targets[node.name] = (node, spec)
+    for opt, attr in (("cf_pool", "pool"), ("cf_sku", "sku_name")):
+        wanted = config.getoption(opt)
+        if wanted:
+            keep = set(wanted.split(","))
+            targets = {k: v for k, v in targets.items() if getattr(v[0], attr) in keep}
+    config._cf_targets = targets  # type: ignore[attr-defined]
+    return targets
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "cf_node" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("applies")
+    accept: Callable[[NodeExpect], bool] = marker.args[0] if marker else (lambda n: True)
+    nodes = [n for n, _ in _targets(metafunc.config).values() if accept(n)]
+    if "rail" in metafunc.fixturenames:
+        pairs = [(n.name, r.index) for n in nodes for r in n.rails]
+        metafunc.parametrize(
+            ["cf_node", "rail"],
+            pairs,
+            indirect=["cf_node"],
+            scope="session",
+            ids=[f"{n}-rail{r}" for n, r in pairs],
+        )
+    else:
+        metafunc.parametrize("cf_node", [n.name for n in nodes], indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Checks that apply to none of the targeted nodes are left out, not reported as skipped."""
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        (keep if callspec is None or "cf_node" in callspec.params else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def cf_node(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def node(request: pytest.FixtureRequest, cf_node: str) -> NodeExpect:
+    """This node's expectations (plan entry, SKU, tuning, software pins, certification policy)."""
+    return _targets(request.config)[cf_node][0]
+
+
+@pytest.fixture(scope="session")
+def host(request: pytest.FixtureRequest, cf_node: str) -> Any:
+    """The testinfra host of this node; testinfra caches it, and the ssh backend's ControlMaster keeps
+    one SSH session per node for every check."""
+    if cf_node not in _HOSTS:
+        opt = request.config.option
+        spec = _targets(request.config)[cf_node][1]
+        _HOSTS[cf_node] = testinfra.get_host(
+            spec,
+            ssh_config=getattr(opt, "ssh_config", None),
+            ssh_identity_file=getattr(opt, "ssh_identity_file", None),
+            ssh_extra_args=getattr(opt, "ssh_extra_args", None),
+        )
+    return _HOSTS[cf_node]
+
+
+@pytest.fixture(scope="session")
+def probe(host: Any, node: NodeExpect) -> Probe:
+    """Runs the node's commands with the policy's timeout; outputs (and errors) are cached per node."""
+    if node.name not in _PROBES:
+        _PROBES[node.name] = Probe(host, node.name, node.timeout)
+    return _PROBES[node.name]

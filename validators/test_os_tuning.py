@@ -1,0 +1,159 @@
+"""OS tuning: kernel command line, C-states and governor on every CPU, hugepages, THP, NUMA balancing,
+memlock (login and systemd), irqbalance, tuned. Expected values come from the plan's `tuning`."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterforge.certify import readers
+from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad
+from clusterforge.certify.expect import NodeExpect
+from clusterforge.certify.fixes import hint
+
+pytestmark = pytest.mark.quick
+
+CPU = "/sys/devices/system/cpu"
+HUGE_KB = {"1G": 1048576, "2M": 2048}
+
+
+def expected_cmdline(node: NodeExpect) -> dict[str, str]:
+    """Boot parameters the os_tuning role sets from the plan (C-state limit, boot-time hugepages, THP)."""
+    t = node.tuning
+    params = {"processor.max_cstate": str(t["cstate_max"])}
+    if node.sku.get("cpu", {}).get("vendor") == "intel":
+        params["intel_idle.max_cstate"] = str(t["cstate_max"])
+    hp = t["hugepages"]
+    if hp["count"] and hp["size"] == "1G":
+        params |= {"default_hugepagesz": "1G", "hugepagesz": "1G"}
+    params["transparent_hugepage"] = t["thp"]
+    return params
+
+
+def test_cmdline(node: NodeExpect, probe: Probe) -> None:
+    have = probe.parse("cat /proc/cmdline", readers.cmdline)
+    wrong = {
+        k: ",".join(have.get(k, ["<absent>"]))
+        for k, v in expected_cmdline(node).items()
+        if have.get(k, [None])[-1] != v
+    }
+    expect_none_bad(
+        "kernel command line",
+        wrong,
+        " ".join(f"{k}={v}" for k, v in expected_cmdline(node).items()),
+        hint("cmdline", node.name),
+    )
+
+
+def _online(probe: Probe) -> list[int]:
+    return probe.parse(f"cat {CPU}/online", readers.cpulist)
+
+
+def test_cstates(node: NodeExpect, probe: Probe) -> None:
+    """Every idle state deeper than `cstate_max` is disabled on EVERY online CPU."""
+    limit = int(node.tuning["cstate_max"])
+    out = probe.run(
+        f"cd {CPU} && set -- cpu[0-9]*/cpuidle/state[0-9]*/disable; "
+        f'if [ ! -e "$1" ]; then cat cpuidle/current_driver; exit 0; fi; '
+        "grep -H -m1 '' cpu[0-9]*/cpuidle/state[0-9]*/disable cpu[0-9]*/cpuidle/state[0-9]*/name"
+    )
+    online = _online(probe)
+    if ":" not in out:  # no per-CPU idle states at all: only a disabled cpuidle subsystem is acceptable
+        expect(
+            out.strip() == "none",
+            "cpuidle",
+            "per-CPU idle states, or cpuidle driver 'none'",
+            f"no idle states, driver {out.strip()!r}",
+            hint("cstates", node.name),
+        )
+        return
+    states = readers.cpuidle(dict(line.split(":", 1) for line in out.splitlines() if ":" in line))
+    bad: dict[str, str] = {}
+    for cpu in online:
+        if cpu not in states:
+            bad[f"cpu{cpu}"] = "no cpuidle states"
+            continue
+        deep = [s.name for i, s in sorted(states[cpu].items()) if i > limit and not s.disabled]
+        if deep:
+            bad[f"cpu{cpu}"] = "+".join(deep) + " enabled"
+    probe.note("cpus_checked", len(online))
+    expect_none_bad(
+        f"idle states deeper than state{limit}",
+        bad,
+        f"state{limit + 1}+ disabled on all {len(online)} online CPUs",
+        hint("cstates", node.name),
+    )
+
+
+def test_governor(node: NodeExpect, probe: Probe) -> None:
+    want = node.tuning["governor"]
+    values = readers.per_cpu(probe.read_many(f"{CPU}/cpu[0-9]*/cpufreq/scaling_governor"), "scaling_governor")
+    bad = {f"cpu{c}": values.get(c, "<no cpufreq>") for c in _online(probe) if values.get(c) != want}
+    expect_none_bad("scaling_governor", bad, f"{want} on every online CPU", hint("governor", node.name))
+
+
+def test_hugepages(node: NodeExpect, probe: Probe) -> None:
+    hp = node.tuning["hugepages"]
+    kb = HUGE_KB[hp["size"]]
+    count = int(hp["count"])
+    if not hp.get("per_numa"):
+        total = probe.read(f"/sys/kernel/mm/hugepages/hugepages-{kb}kB/nr_hugepages")
+        expect_equal(f"{hp['size']} hugepages", str(count), total, hint("hugepages", node.name))
+        return
+    per_node = probe.read_many(f"/sys/devices/system/node/node[0-9]*/hugepages/hugepages-{kb}kB/nr_hugepages")
+    bad = {p.split("/")[5]: v for p, v in per_node.items() if v != str(count)}
+    expect_none_bad(
+        f"{hp['size']} hugepages per NUMA node", bad, f"{count} on every node", hint("hugepages", node.name)
+    )
+
+
+def test_thp(node: NodeExpect, probe: Probe) -> None:
+    mode = probe.parse("cat /sys/kernel/mm/transparent_hugepage/enabled", readers.bracketed)
+    expect_equal("transparent hugepages", node.tuning["thp"], mode, hint("thp", node.name))
+
+
+def test_numa_balancing(node: NodeExpect, probe: Probe) -> None:
+    want = "1" if node.tuning["numa_balancing"] else "0"
+    expect_equal(
+        "kernel.numa_balancing",
+        want,
+        probe.read("/proc/sys/kernel/numa_balancing"),
+        hint("numa_balancing", node.name),
+    )
+
+
+def test_memlock_login(node: NodeExpect, probe: Probe) -> None:
+    """pam_limits gives ordinary users unlimited locked memory (soft and hard)."""
+    text = probe.run(
+        "for f in /etc/security/limits.conf /etc/security/limits.d/*.conf; do "
+        '[ -f "$f" ] && { echo "==> $f <=="; cat "$f"; }; done; true'
+    )
+    eff = readers.memlock_for_users(readers.limits(text, "/etc/security/limits.conf"))
+    expect(
+        eff.get("soft") == "unlimited" and eff.get("hard") == "unlimited",
+        "memlock for logins (`*`)",
+        "soft and hard unlimited",
+        f"soft={eff.get('soft', 'unset')} hard={eff.get('hard', 'unset')}",
+        hint("memlock", node.name),
+    )
+
+
+def test_memlock_systemd(node: NodeExpect, probe: Probe) -> None:
+    """systemd services (slurmd, dcgm, ...) start with unlimited locked memory."""
+    shown = probe.parse("systemctl show -p DefaultLimitMEMLOCK", readers.systemctl_show)
+    value = shown.get("DefaultLimitMEMLOCK")
+    if value is None:
+        raise CheckError("systemctl show does not report DefaultLimitMEMLOCK")
+    expect_equal("systemd DefaultLimitMEMLOCK", "infinity", value, hint("memlock", node.name))
+
+
+def test_irqbalance(node: NodeExpect, probe: Probe) -> None:
+    want = "active" if node.tuning["irqbalance"] else "inactive"
+    state = probe.run("systemctl is-active irqbalance", ok=(0, 3, 4)).strip()
+    expect_equal("irqbalance.service", want, state or "<unknown>", hint("irqbalance", node.name))
+
+
+@pytest.mark.applies(lambda n: bool(n.tuning.get("tuned_profile")))
+def test_tuned_profile(node: NodeExpect, probe: Probe) -> None:
+    out = probe.run("tuned-adm active")
+    found = out.split(":", 1)[1].strip() if "Current active profile:" in out else out.strip()
+    expect_equal("tuned profile", node.tuning["tuned_profile"], found or "<none>", hint("tuned", node.name))

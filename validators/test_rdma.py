@@ -1,0 +1,245 @@
+"""Compute NICs per rail against the plan: HCA present, port Active/LinkUp at the SKU rate and link layer,
+error counters, netdev address and MTU, GPU↔NIC NUMA affinity; GPUDirect (nvidia_peermem), IOMMU
+passthrough; on RoCE: DSCP trust, PFC on the lossless priority only, ECN, RoCE v2 GID, RDMA-CM ToS and the
+QoS unit that applies them at boot."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from clusterforge.certify import readers
+from clusterforge.certify.checks import CheckError, CheckFailed, Probe, expect, expect_equal, expect_none_bad
+from clusterforge.certify.expect import NodeExpect, Rail
+from clusterforge.certify.fixes import hint
+from clusterforge.hw import ibstat, ibv_devinfo, mlnx_qos
+from clusterforge.hw.nvidia_smi import parse_topo
+
+pytestmark = pytest.mark.quick
+
+IB_MTU = 4096  # RoCE/IB path MTU with a jumbo (>= 4200) netdev MTU; IB NDR's 4K MTU
+DEFAULT_QOS_UNIT = "clusterforge-roce-qos.service"
+roce_only = pytest.mark.applies(lambda n: n.roce)
+
+
+def _ports(probe: Probe) -> dict[str, ibstat.IbCa]:
+    return {ca.name: ca for ca in probe.parse("ibstat", ibstat.parse)}
+
+
+def _rail(node: NodeExpect, rail: int) -> Rail:
+    return node.rail(rail)
+
+
+def _sys_ib(r: Rail) -> str:
+    return f"/sys/class/infiniband/{r.hca}/ports/{r.port}"
+
+
+def test_hca(node: NodeExpect, probe: Probe, rail: int) -> None:
+    r = _rail(node, rail)
+    cas = _ports(probe)
+    expect(
+        r.hca in cas,
+        f"rail {rail} HCA",
+        f"{r.hca} present",
+        "absent (ibstat lists " + (", ".join(sorted(cas)) or "no CA") + ")",
+        hint("nic_hw", node.name),
+    )
+    part = node.sku["compute_nics"].get("part_id")
+    if part:
+        expect_equal(f"{r.hca} CA type", part, cas[r.hca].ca_type, hint("topology", node.name))
+
+
+def test_port(node: NodeExpect, probe: Probe, rail: int) -> None:
+    r = _rail(node, rail)
+    ca = _ports(probe).get(r.hca)
+    port = next((p for p in ca.ports if p.number == r.port), None) if ca else None
+    want = f"Active/LinkUp {r.speed_gbps} Gb/s {r.link_layer}"
+    if port is None:
+        raise CheckFailed(
+            f"{r.hca} port {r.port} (rail {rail})", want, "no such port", hint("nic_hw", node.name)
+        )
+    found = f"{port.state}/{port.physical_state} {port.rate_gbps:g} Gb/s {port.link_layer}"
+    if port.physical_state == "LinkUp" and port.state != "Active" and r.link_layer == "InfiniBand":
+        fix = "check that a subnet manager runs on the fabric (link is up, port not configured)"
+    elif port.link_layer != r.link_layer:
+        fix = hint("rdma_netdev", node.name) + " (port link type)"
+    else:
+        fix = hint("link_hw", node.name)
+    expect(found == want, f"{r.hca} port {r.port} (rail {rail})", want, found, fix)
+
+
+def test_error_counters(node: NodeExpect, probe: Probe, rail: int) -> None:
+    r = _rail(node, rail)
+    limits: dict[str, float] = node.sku.get("thresholds", {}).get("ib_error_counters_max", {})
+    values = probe.read_many(f"{_sys_ib(r)}/counters/*")
+    counters = {p.rsplit("/", 1)[1]: v for p, v in values.items()}
+    checked = {k: int(v) for k, v in counters.items() if k in limits and v.isdigit()}
+    if not checked:
+        raise CheckError(f"{r.hca}: none of the thresholded counters readable in {_sys_ib(r)}/counters")
+    probe.note("counters", checked)
+    bad = {k: v for k, v in checked.items() if v > limits[k]}
+    expect_none_bad(
+        f"{r.hca} error counters",
+        bad,
+        f"each under its limit ({node.sku['thresholds'].get('ib_error_counters_source', 'SKU thresholds')})",
+        hint("link_hw", node.name),
+    )
+
+
+def test_netdev(node: NodeExpect, probe: Probe, rail: int) -> None:
+    """The rail netdev is up, carries the planned address, and has the planned MTU."""
+    r = _rail(node, rail)
+    present = probe.run(f"[ -e /sys/class/net/{r.netdev} ] && echo yes || echo no").strip()
+    expect(
+        present == "yes", f"rail {rail} netdev", f"{r.netdev} present", "absent", hint("nic_hw", node.name)
+    )
+    state = probe.read(f"/sys/class/net/{r.netdev}/operstate")
+    mtu = probe.read(f"/sys/class/net/{r.netdev}/mtu")
+    addrs = probe.run(f"ip -o -4 addr show dev {r.netdev}").split()
+    cidrs = [a for a in addrs if "/" in a and a[0].isdigit()]
+    want = f"up, {r.ip}/{r.prefix}, mtu {r.mtu}"
+    found = f"{state}, {','.join(cidrs) or 'no IPv4'}, mtu {mtu}"
+    fix = hint("link_hw", node.name) if state == "down" else hint("rdma_netdev", node.name)
+    expect(
+        state == "up" and f"{r.ip}/{r.prefix}" in cidrs and mtu == str(r.mtu),
+        f"{r.netdev} (rail {rail})",
+        want,
+        found,
+        fix,
+    )
+
+
+def test_active_mtu(node: NodeExpect, probe: Probe, rail: int) -> None:
+    r = _rail(node, rail)
+    devs = probe.parse(f"ibv_devinfo -d {r.hca}", ibv_devinfo.parse)
+    port = next((p for d in devs for p in d.ports if d.hca_id == r.hca and p.port == r.port), None)
+    if port is None:
+        raise CheckError(f"ibv_devinfo -d {r.hca} does not list port {r.port}")
+    expect(
+        port.state == "PORT_ACTIVE" and port.active_mtu == IB_MTU,
+        f"{r.hca} verbs port (rail {rail})",
+        f"PORT_ACTIVE, active_mtu {IB_MTU}",
+        f"{port.state}, active_mtu {port.active_mtu}",
+        hint("rdma_netdev", node.name),
+    )
+
+
+def test_numa(node: NodeExpect, probe: Probe, rail: int) -> None:
+    """The rail's NIC and its GPU sit on the planned NUMA node."""
+    r = _rail(node, rail)
+    nic_numa = probe.read(f"/sys/class/infiniband/{r.hca}/device/numa_node")
+    topo = probe.parse("nvidia-smi topo -m", parse_topo)
+    aff = topo.affinity.get(f"GPU{r.gpu}")
+    gpu_numa = ",".join(map(str, aff.numa_nodes)) if aff and aff.numa_nodes else "unknown"
+    expect(
+        nic_numa == str(r.numa) and str(r.numa) in gpu_numa.split(","),
+        f"rail {rail} NUMA affinity",
+        f"{r.hca} and GPU{r.gpu} on NUMA {r.numa}",
+        f"{r.hca} on {nic_numa}, GPU{r.gpu} on {gpu_numa}",
+        hint("topology", node.name),
+    )
+
+
+def test_peermem(node: NodeExpect, probe: Probe) -> None:
+    state = probe.run("cat /sys/module/nvidia_peermem/initstate 2>/dev/null || echo absent").strip()
+    expect_equal("nvidia_peermem module", "live", state, hint("peermem", node.name))
+
+
+def test_iommu(node: NodeExpect, probe: Probe) -> None:
+    mode = node.tuning.get("iommu", "pt")
+    params = probe.parse("cat /proc/cmdline", readers.cmdline)
+    last = {k: v[-1] for k, v in params.items()}
+    ok = {
+        "pt": last.get("iommu") == "pt" or last.get("iommu.passthrough") == "1",
+        "off": "off" in (last.get("iommu"), last.get("intel_iommu"), last.get("amd_iommu")),
+        "on": "on" in (last.get("intel_iommu"), last.get("amd_iommu")),
+    }[mode]
+    want = {
+        "pt": "iommu=pt",
+        "off": "iommu=off (or intel_iommu=off / amd_iommu=off)",
+        "on": "intel_iommu=on or amd_iommu=on",
+    }[mode]
+    found = (
+        " ".join(
+            f"{k}={last[k]}" for k in ("iommu", "iommu.passthrough", "intel_iommu", "amd_iommu") if k in last
+        )
+        or "no IOMMU parameter"
+    )
+    expect(ok, "IOMMU mode (kernel command line)", want, found, hint("iommu", node.name))
+
+
+def _prio(qos: mlnx_qos.MlnxQos, dscp: int) -> str:
+    try:
+        return str(qos.prio_of_dscp(dscp))
+    except KeyError:
+        return "unmapped"
+
+
+@roce_only
+def test_roce_qos(node: NodeExpect, probe: Probe, rail: int) -> None:
+    """Trust DSCP; PFC on the lossless priority only; RoCE and CNP DSCPs map to their priorities."""
+    r, q = _rail(node, rail), node.tuning["roce"]
+    qos = probe.parse(f"mlnx_qos -i {r.netdev}", mlnx_qos.parse)
+    prio, cnp = int(q["lossless_priority"]), int(q.get("cnp_priority", 6))
+    maps = " ".join(f"{d}->{_prio(qos, int(d))}" for d in (q["dscp"], q["cnp_dscp"]))
+    want = f"trust dscp, PFC on [{prio}], {q['dscp']}->{prio} {q['cnp_dscp']}->{cnp}"
+    found = f"trust {qos.trust_state}, PFC on {list(qos.pfc_priorities)}, {maps}"
+    expect(found == want, f"{r.netdev} QoS (rail {rail})", want, found, hint("roce_qos", node.name))
+
+
+@roce_only
+def test_roce_ecn(node: NodeExpect, probe: Probe, rail: int) -> None:
+    r, q = _rail(node, rail), node.tuning["roce"]
+    want = "1" if q.get("ecn", True) else "0"
+    prio = int(q["lossless_priority"])
+    np_ = probe.read(f"/sys/class/net/{r.netdev}/ecn/roce_np/enable/{prio}")
+    rp = probe.read(f"/sys/class/net/{r.netdev}/ecn/roce_rp/enable/{prio}")
+    expect(
+        np_ == want and rp == want,
+        f"{r.netdev} ECN on priority {prio}",
+        f"np={want} rp={want}",
+        f"np={np_} rp={rp}",
+        hint("roce_qos", node.name),
+    )
+
+
+def roce_gid(ip: str) -> str:
+    """The IPv4-mapped GID sysfs shows for an address: 10.245.0.11 → 0000:…:ffff:0af5:000b."""
+    packed = ipaddress.IPv6Address(f"::ffff:{ip}").packed
+    return ":".join(packed[i : i + 2].hex() for i in range(0, 16, 2))
+
+
+@roce_only
+def test_roce_gid(node: NodeExpect, probe: Probe, rail: int) -> None:
+    r = _rail(node, rail)
+    idx = node.knobs.get("nccl_ib_gid_index")
+    if idx is None:
+        raise CheckError("no configured RoCE GID index (nccl_ib_gid_index) in the inventory's group_vars")
+    base = _sys_ib(r)
+    gid = probe.read(f"{base}/gids/{idx}")
+    kind = probe.read(f"{base}/gid_attrs/types/{idx}")
+    ndev = probe.run(f"cat {base}/gid_attrs/ndevs/{idx} 2>/dev/null || true").strip()
+    want = f"RoCE v2 {roce_gid(r.ip)} on {r.netdev}"
+    found = f"{kind} {gid} on {ndev or '?'}"
+    expect(
+        found == want, f"{r.hca} GID index {idx} (rail {rail})", want, found, hint("rdma_netdev", node.name)
+    )
+
+
+@roce_only
+def test_roce_tos(node: NodeExpect, probe: Probe, rail: int) -> None:
+    r, tos = _rail(node, rail), str(node.tuning["roce"]["tos"])
+    found = probe.run(
+        f"cat /sys/kernel/config/rdma_cm/{r.hca}/ports/{r.port}/default_roce_tos 2>/dev/null || echo unset"
+    ).strip()
+    expect_equal(f"{r.hca} RDMA-CM default ToS (rail {rail})", tos, found, hint("roce_qos", node.name))
+
+
+@roce_only
+def test_qos_unit(node: NodeExpect, probe: Probe) -> None:
+    """The unit that re-applies the (non-persistent) QoS settings at boot is enabled and succeeded."""
+    unit = str(node.knobs.get("rdma_roce_qos_unit", DEFAULT_QOS_UNIT))
+    show = probe.parse(f"systemctl show -p UnitFileState,ActiveState,Result {unit}", readers.systemctl_show)
+    found = f"{show.get('UnitFileState') or 'not-found'}/{show.get('ActiveState')}/{show.get('Result')}"
+    expect_equal(unit, "enabled/active/success", found, hint("roce_qos", node.name))

@@ -1,0 +1,146 @@
+"""Software against the plan's pins: driver, CUDA, NCCL, DCGM, rdma-core, NIC firmware, VBIOS; time sync."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from clusterforge.certify import readers
+from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad
+from clusterforge.certify.expect import NodeExpect
+from clusterforge.certify.fixes import hint
+from clusterforge.hw import ibstat
+from clusterforge.hw.nvidia_smi import NvidiaSmiQ, parse_q
+
+pytestmark = pytest.mark.quick
+
+DPKG = "dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'"
+SMI_Q = "nvidia-smi -q"
+MAX_OFFSET_S = 0.5
+
+
+def smi(probe: Probe) -> NvidiaSmiQ:
+    return probe.parse(SMI_Q, parse_q)
+
+
+def packages(probe: Probe) -> dict[str, str]:
+    return probe.parse(DPKG, readers.dpkg_list)
+
+
+def _pinned_package(pkgs: dict[str, str], names: list[str], pin: str) -> tuple[bool, str]:
+    """Whether one of ``names`` (exact, or a prefix ending in ``*``) is installed at the pinned version."""
+    found = {
+        p: v
+        for p, v in pkgs.items()
+        if any(p == n or (n.endswith("*") and p.startswith(n[:-1])) for n in names)
+    }
+    ok = any(
+        readers.upstream_version(v) == pin or readers.upstream_version(v).startswith(pin + ".")
+        for v in found.values()
+    )
+    return ok, ", ".join(f"{p} {v}" for p, v in sorted(found.items())) or "not installed"
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_driver(node: NodeExpect, probe: Probe) -> None:
+    pin = node.software["nvidia_driver"]
+    found = smi(probe).driver_version
+    expect_equal("NVIDIA driver", pin["version"], found, hint("driver", node.name))
+
+
+def test_cuda(node: NodeExpect, probe: Probe) -> None:
+    pin = node.software["cuda"]
+    major, minor = pin.split(".")
+    ok, found = _pinned_package(
+        packages(probe),
+        [f"cuda-toolkit-{major}-{minor}", f"cuda-runtime-{major}-{minor}", f"cuda-cudart-{major}-{minor}"],
+        pin,
+    )
+    expect(
+        ok,
+        "CUDA",
+        f"cuda {pin} (cuda-toolkit/runtime/cudart-{major}-{minor})",
+        found,
+        hint("cuda", node.name),
+    )
+    supported = smi(probe).cuda_version or "unknown"
+    expect(
+        supported != "unknown" and tuple(map(int, supported.split("."))) >= (int(major), int(minor)),
+        "CUDA version the driver supports",
+        f">= {pin}",
+        supported,
+        hint("driver", node.name),
+    )
+
+
+def test_nccl(node: NodeExpect, probe: Probe) -> None:
+    pin = node.software["nccl"]
+    ok, found = _pinned_package(packages(probe), ["libnccl2"], pin)
+    expect(ok, "NCCL (libnccl2)", pin, found, hint("nccl", node.name))
+
+
+def test_dcgm(node: NodeExpect, probe: Probe) -> None:
+    pin = node.software["dcgm"]
+    ok, found = _pinned_package(packages(probe), ["datacenter-gpu-manager*"], pin)
+    expect(ok, "DCGM (datacenter-gpu-manager)", pin, found, hint("dcgm", node.name))
+
+
+def test_rdma_core(node: NodeExpect, probe: Probe) -> None:
+    pin = node.software["rdma"]
+    if pin.get("stack") != "rdma-core":
+        raise CheckError(f"RDMA stack {pin.get('stack')!r} has no validator yet: only rdma-core is checked")
+    ok, found = _pinned_package(packages(probe), ["rdma-core"], str(pin["version"]))
+    expect(ok, "rdma-core", pin["version"], found, hint("rdma_core", node.name))
+
+
+@pytest.mark.applies(lambda n: bool(n.software.get("nic_firmware")))
+def test_nic_firmware(node: NodeExpect, probe: Probe) -> None:
+    pin = node.software["nic_firmware"]
+    cas = {ca.name: ca for ca in probe.parse("ibstat", ibstat.parse)}
+    bad = {
+        r.hca: (cas[r.hca].firmware_version if r.hca in cas else "absent")
+        for r in node.rails
+        if r.hca not in cas or cas[r.hca].firmware_version != pin
+    }
+    expect_none_bad("compute NIC firmware", bad, f"{pin} on every rail HCA", hint("nic_firmware", node.name))
+
+
+@pytest.mark.applies(lambda n: bool(n.software.get("vbios")))
+def test_vbios(node: NodeExpect, probe: Probe) -> None:
+    pin = node.software["vbios"]
+    bad = {g.bus_id: g.vbios_version for g in smi(probe).gpus if g.vbios_version != pin}
+    expect_none_bad("GPU VBIOS", bad, f"{pin} on every GPU", hint("vbios", node.name))
+
+
+def test_time_sync(node: NodeExpect, probe: Probe) -> None:
+    """chrony tracks one of the declared time servers, in sync (leap Normal, offset under 0.5 s)."""
+    servers = [str(s) for s in node.tuning.get("time_servers", [])]
+    tracking = probe.parse("chronyc -n tracking", readers.chrony_tracking)
+    sources = probe.parse("chronyc -n sources", readers.chrony_sources)
+    probe.note("tracking", tracking.__dict__)
+    selected = [s for s, state in sources.items() if state in "*+"]
+    expect(
+        tracking.leap == "Normal" and abs(tracking.offset_s) <= MAX_OFFSET_S,
+        "time sync",
+        f"leap status Normal, |offset| <= {MAX_OFFSET_S} s",
+        f"leap {tracking.leap}, offset {tracking.offset_s:+.3f} s",
+        hint("time", node.name),
+    )
+    literal = [s for s in servers if _is_ip(s)]
+    want = f"one of {', '.join(literal)} selected" if literal else "a selected source"
+    if servers:
+        expect(
+            any(s in selected for s in literal) if literal else bool(selected),
+            "time source",
+            want,
+            ", ".join(f"{s}({st.strip() or ' '})" for s, st in sources.items()) or "no sources",
+            hint("time", node.name),
+        )
