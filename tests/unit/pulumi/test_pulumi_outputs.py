@@ -12,13 +12,13 @@ import pytest
 import yaml
 from google.protobuf import json_format
 from pulumi.runtime import rpc
+from pulumi_mocks import REPO, RecordingMocks, run_stack, spec_config
 
 from clusterforge.plan import build_plan
 from clusterforge.plan.outputs import write_outputs
 from clusterforge.plan.summary import summary
 from clusterforge.pulumi.settings import StackConfigError
 from clusterforge.spec import load_spec
-from tests.unit.pulumi.conftest import REPO, RecordingMocks, run_stack, spec_config
 
 BM = "tests/unit/pulumi/fixtures/bm-small.yaml"
 PASSWORD = "bmc-pw-do-not-leak-7f3a"
@@ -43,7 +43,9 @@ def _ints(x: Any) -> Any:  # protobuf Struct numbers are doubles
 
 
 @pytest.mark.parametrize("spec", ["inventory/clusters/lab.yaml", "inventory/clusters/h100-roce-2su.yaml", BM])
-def test_outputs_equal_what_plan_writes(stack: Callable[..., RecordingMocks], spec: str, tmp_path: Path) -> None:
+def test_outputs_equal_what_plan_writes(
+    stack: Callable[..., RecordingMocks], spec: str, tmp_path: Path
+) -> None:
     stack(spec_config(spec, sudo="false", cli="clusterforge"))
     view = run_stack(engine_view).collected
     outs = _ints(view["plain"])
@@ -101,8 +103,15 @@ def test_missing_spec_config(stack: Callable[..., RecordingMocks]) -> None:
 
 
 def test_spec_path_that_does_not_exist(stack: Callable[..., RecordingMocks]) -> None:
-    _fails(stack, spec_config("inventory/clusters/nope.yaml"), "clusterforge:spec", "nope.yaml",
-           "no such file", "relative to the repository root", "pulumi config set")
+    _fails(
+        stack,
+        spec_config("inventory/clusters/nope.yaml"),
+        "clusterforge:spec",
+        "nope.yaml",
+        "no such file",
+        "relative to the repository root",
+        "pulumi config set",
+    )
 
 
 def test_invalid_spec(stack: Callable[..., RecordingMocks], tmp_path: Path) -> None:
@@ -119,9 +128,15 @@ def test_switch_push_without_password(stack: Callable[..., RecordingMocks]) -> N
 
 
 def test_switch_push_malformed(stack: Callable[..., RecordingMocks]) -> None:
-    _fails(stack, spec_config(BM, switchPush='{"nos": "eos"}', switchPassword="x"),
-           "clusterforge:switchPush", "sonic|cumulus")
+    _fails(
+        stack,
+        spec_config(BM, switchPush='{"nos": "eos"}', switchPassword="x"),
+        "clusterforge:switchPush",
+        "sonic|cumulus",
+    )
 
 
 def test_sudo_must_be_boolean(stack: Callable[..., RecordingMocks]) -> None:
-    _fails(stack, spec_config("inventory/clusters/lab.yaml", sudo="maybe"), "clusterforge:sudo", "true or false")
+    _fails(
+        stack, spec_config("inventory/clusters/lab.yaml", sudo="maybe"), "clusterforge:sudo", "true or false"
+    )

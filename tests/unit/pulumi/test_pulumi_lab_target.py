@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pulumi_mocks import REPO, RecordingMocks, run_stack, spec_config
+
 from clusterforge.plan import build_plan
 from clusterforge.pulumi.lab import infra_digest
 from clusterforge.spec import load_spec
-from tests.unit.pulumi.conftest import REPO, RecordingMocks, run_stack, spec_config
 
 LAB = "inventory/clusters/lab.yaml"
 CLI = "/opt/cf venv/bin/clusterforge"  # a space: the strings must quote it
@@ -38,7 +39,10 @@ def test_lab_commands(stack: Callable[..., RecordingMocks]) -> None:
         assert c.dependencies == [infra.urn], "a node boots only after the lab infrastructure"
         assert c.delete_before_replace, "replacing must stop the old node before booting the new one"
         parent = mocks.parent_of(c)
-        assert parent is not None and (parent.typ, parent.name) == ("clusterforge:index:GpuNode", node["name"])
+        assert parent is not None and (parent.typ, parent.name) == (
+            "clusterforge:index:GpuNode",
+            node["name"],
+        )
 
 
 def test_sudo_prefix(stack: Callable[..., RecordingMocks]) -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pulumi_mocks import REPO
 
 from clusterforge.spec import load_spec
-from tests.unit.pulumi.conftest import REPO
 
 STACK_DIR = REPO / "stacks" / "cluster"
 STACKS = ["lab", "h100-ib-1su", "h100-ib-4su", "h100-roce-2su", "b200-ib-16su"]
@@ -34,5 +34,7 @@ def test_stack_file_names_a_spec_of_the_same_cluster(name: str) -> None:
 
 
 def test_every_stack_file_is_listed() -> None:
-    found = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in Path(STACK_DIR).glob("Pulumi.*.yaml"))
+    found = sorted(
+        p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in Path(STACK_DIR).glob("Pulumi.*.yaml")
+    )
     assert found == sorted(STACKS)

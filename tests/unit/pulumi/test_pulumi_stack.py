@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import pytest
 from pulumi.runtime import rpc
+from pulumi_mocks import REPO, RecordingMocks, run_stack, spec_config
 
 from clusterforge.plan import build_plan
 from clusterforge.spec import load_spec
-from tests.unit.pulumi.conftest import REPO, RecordingMocks, run_stack, spec_config
 
 T = "clusterforge:index:"
 
@@ -23,8 +23,9 @@ T = "clusterforge:index:"
         ("b200-ib-16su", 512, {"leaf": 128, "spine": 128, "core": 64}),
     ],
 )
-def test_resources_match_the_plan(stack: Callable[..., RecordingMocks], spec: str, nodes: int,
-                                  switches: dict[str, int]) -> None:
+def test_resources_match_the_plan(
+    stack: Callable[..., RecordingMocks], spec: str, nodes: int, switches: dict[str, int]
+) -> None:
     mocks = stack(spec_config(f"inventory/clusters/{spec}.yaml"), name=spec)
     run_stack()
     plan = build_plan(load_spec(REPO / f"inventory/clusters/{spec}.yaml"))
@@ -62,10 +63,16 @@ def test_resources_match_the_plan(stack: Callable[..., RecordingMocks], spec: st
     assert {r.name for r in mocks.of_type(T + "GpuNode")} == {n["name"] for n in plan.doc["nodes"]}
 
 
-def test_roce_switch_push_is_a_child_command_with_a_secret_password(stack: Callable[..., RecordingMocks]) -> None:
+def test_roce_switch_push_is_a_child_command_with_a_secret_password(
+    stack: Callable[..., RecordingMocks],
+) -> None:
     push = '{"nos": "cumulus", "user": "cumulus", "addresses": {"roce0-leaf-su0-r0": "10.10.3.1"}}'
-    mocks = stack(spec_config("tests/unit/pulumi/fixtures/bm-small.yaml", switchPush=push,
-                              switchPassword="sw-secret-42"), secrets=["clusterforge:switchPassword"])
+    mocks = stack(
+        spec_config(
+            "tests/unit/pulumi/fixtures/bm-small.yaml", switchPush=push, switchPassword="sw-secret-42"
+        ),
+        secrets=["clusterforge:switchPassword"],
+    )
 
     async def collect(cluster: object, outs: dict[str, object]) -> tuple[bool, str]:
         cmd = cluster.fabrics["roce0"].switches["roce0-leaf-su0-r0"].push  # type: ignore[attr-defined]
