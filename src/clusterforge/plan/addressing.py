@@ -1,4 +1,8 @@
-"""IP and MAC plans: management, storage and one subnet per rail per compute fabric."""
+"""IP and MAC plans: management, storage and one subnet per rail per compute fabric.
+
+Addresses are handed out as strings straight from integers: a 12,500-node cluster takes 125,000 of them,
+and `ipaddress` objects would cost more than the rest of the plan.
+"""
 
 from __future__ import annotations
 
@@ -8,35 +12,50 @@ from collections.abc import Iterator
 from clusterforge.spec.model import Cluster
 
 
+def ip_str(value: int) -> str:
+    """Dotted quad of an IPv4 address given as an integer."""
+    return f"{value >> 24}.{(value >> 16) & 255}.{(value >> 8) & 255}.{value & 255}"
+
+
 class Allocator:
     """Hands out host addresses of one subnet in order, after the reserved ones, skipping taken ones."""
 
-    def __init__(self, net: ipaddress.IPv4Network, reserved: int, taken: set[ipaddress.IPv4Address] | None = None):
+    def __init__(self, net: ipaddress.IPv4Network, reserved: int,
+                 taken: set[ipaddress.IPv4Address] | None = None) -> None:
         self.net = net
         self._next = int(net.network_address) + 1 + reserved
         self._last = int(net.broadcast_address) - 1
-        self._taken = taken or set()
+        self._taken = {int(a) for a in taken or ()}
 
-    def take(self) -> ipaddress.IPv4Address:
+    def take_str(self) -> str:
+        """The next free address as a string."""
         while self._next <= self._last:
-            ip = ipaddress.IPv4Address(self._next)
+            ip = self._next
             self._next += 1
             if ip not in self._taken:
-                return ip
+                return ip_str(ip)
         raise ValueError(f"subnet {self.net} is exhausted")  # the spec checks make this unreachable
+
+    def take(self) -> ipaddress.IPv4Address:
+        return ipaddress.IPv4Address(self.take_str())
+
+
+MAX_MAC_ORDINAL = 1 << 24
 
 
 def mac(kind: int, ordinal: int) -> str:
-    """Locally administered MAC: 02:cf:00:<kind>:<ordinal hi>:<ordinal lo> (kind 0 = management, 1+r = rail r)."""
-    if not 0 <= ordinal < 65536 or not 0 <= kind < 256:
-        raise ValueError("ordinal or kind out of range for a lab MAC")
-    return f"02:cf:00:{kind:02x}:{ordinal >> 8:02x}:{ordinal & 0xFF:02x}"
+    """Locally administered MAC 02:cf:<ordinal bits 16-23>:<kind>:<ordinal bits 8-15>:<ordinal bits 0-7>
+    (kind 0 = management, 1+r = rail r); below 65,536 nodes the third byte is 00."""
+    if not 0 <= ordinal < MAX_MAC_ORDINAL or not 0 <= kind < 256:
+        raise ValueError("ordinal or kind out of range for a generated MAC")
+    return f"02:cf:{ordinal >> 16:02x}:{kind:02x}:{(ordinal >> 8) & 255:02x}:{ordinal & 255:02x}"
 
 
-def management_ips(c: Cluster, names: list[str]) -> Iterator[ipaddress.IPv4Address]:
+def management_ips(c: Cluster, names: list[str]) -> Iterator[str]:
     """Management address per node (in `names` order): explicit per-node entries win."""
     explicit = {n.name: n.management_ip for p in c.pools for n in p.nodes if n.management_ip is not None}
-    alloc = Allocator(c.addressing.management, c.addressing.reserved, set(explicit.values()))  # type: ignore[arg-type]
+    alloc = Allocator(c.addressing.management, c.addressing.reserved,
+                      {ip for ip in explicit.values() if ip is not None})
     for name in names:
         ip = explicit.get(name)
-        yield ip if ip is not None else alloc.take()
+        yield str(ip) if ip is not None else alloc.take_str()

@@ -1,29 +1,39 @@
 """Compile a validated spec into the plan: nodes, addresses, fabrics, racks, expectations.
 
-Pure and deterministic: the same spec gives a byte-identical plan.json (no clock, no paths, no env).
+Pure and deterministic: the same spec gives a byte-identical plan.json (no clock, no paths, no env, no set
+iteration). `plan_hash` is the SHA-256 of the canonical JSON (`digest.canonical_json`) of the plan without
+`plan_hash`; plan.json is that same canonical JSON with `plan_hash` added, so the hash can be re-checked
+from the file alone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
+from clusterforge.errors import InputError
 from clusterforge.plan.addressing import Allocator, mac, management_ips
-from clusterforge.plan.digest import sha256_of
+from clusterforge.plan.digest import canonical_json, sha256_of
 from clusterforge.plan.fabric import Fabric, FabricInput, plan_fabric
 from clusterforge.spec.layout import node_slots, rack_name
 from clusterforge.spec.load import Spec
 
 SCHEMA_VERSION = 1
+IB_MTU = 4092  # IPoIB datagram-mode MTU of the rails on InfiniBand fabrics
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The compiled plan: `doc` is what plan.json holds; `fabrics` keeps the rich fabric objects."""
+    """The compiled plan: `doc` is what plan.json holds (treat it as read-only: its canonical JSON is cached
+    per top-level key); `fabrics` keeps the rich fabric objects."""
 
     doc: dict[str, Any]
     fabrics: dict[str, Fabric]
     spec: Spec
+    json_parts: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -42,6 +52,18 @@ class Plan:
             if n["name"] == name:
                 return dict(n)
         raise KeyError(name)
+
+    def canonical_json(self) -> str:
+        """Canonical JSON of the whole doc (sorted keys, no whitespace, UTF-8), from the cached parts."""
+        parts = self.json_parts
+        for k, v in self.doc.items():
+            if k not in parts:
+                parts[k] = canonical_json(v)
+        return _join(parts, sorted(self.doc))
+
+
+def _join(parts: dict[str, str], keys: list[str]) -> str:
+    return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{parts[k]}" for k in keys) + "}"
 
 
 def _skus(spec: Spec) -> dict[str, dict[str, Any]]:
@@ -62,7 +84,53 @@ def _tuning(spec: Spec) -> dict[str, Any]:
     return t
 
 
+def _plan_fabrics(spec: Spec, fabric_nodes: dict[str, list[str]]) -> dict[str, Fabric]:
+    """Run the fat-tree engine per compute fabric; what it cannot wire is bad input, reported like the checks."""
+    c = spec.cluster
+    out: dict[str, Fabric] = {}
+    problems = []
+    for fi, fs in enumerate(c.fabrics.compute):
+        names = fabric_nodes[fs.name]
+        if not names:
+            continue
+        sku = spec.skus[next(p.sku for p in c.pools if p.fabric == fs.name)]
+        try:
+            fab = plan_fabric(FabricInput(
+                name=fs.name, kind=fs.type, nodes=tuple(names), rails=sku.compute_nics.count, su_size=fs.su_size,
+                radix=fs.switch.radix, port_speed_gbps=fs.switch.port_speed_gbps, oversubscription=fs.ratio,
+                switch_model=fs.switch.model))
+        except ValueError as exc:
+            problems.append(spec.problem(("fabrics", "compute", fi), "a fabric the rail-optimized fat-tree planner "
+                                         "can wire (docs/fabric.md)", str(exc), "follow the suggestion above"))
+            continue
+        if fs.max_tiers is not None and fab.tiers > fs.max_tiers:
+            problems.append(spec.problem(
+                ("fabrics", "compute", fi, "max_tiers"), f"at most {fs.max_tiers} tier(s) for fabric '{fs.name}'",
+                f"{fab.tiers} tiers needed ({fab.leaves} leaves, {fab.endpoints} endpoints at radix {fab.radix})",
+                "raise max_tiers, use a higher-radix switch or split the fabric"))
+        out[fs.name] = fab
+    if problems:
+        raise InputError(problems, f"invalid cluster spec {spec.file}")
+    return out
+
+
+DIGEST_VERSION = "clusterforge-expectation/1"
+_DIGEST_RAIL = itemgetter("index", "hca", "netdev", "ip", "prefix", "mtu", "link_layer", "speed_gbps", "gpu", "numa")
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def expectation_digest(sku_digest: str, node: dict[str, Any]) -> str:
+    """SHA-256 over what `node` is certified against and nothing else: the digest of its SKU (with threshold
+    overrides), tuning and software pins, plus its own name, management address and netdev, fabric type and,
+    per rail, (index, hca, netdev, ip, prefix, mtu, link_layer, speed_gbps, gpu, numa) - as a JSON list in
+    that fixed order, headed by DIGEST_VERSION."""
+    return hashlib.sha256(_encode([
+        DIGEST_VERSION, sku_digest, node["name"], node["mgmt_ip"], node["mgmt_netdev"], node["fabric_type"],
+        list(map(_DIGEST_RAIL, node["rails"]))]).encode("utf-8")).hexdigest()
+
+
 def build_plan(spec: Spec) -> Plan:
+    """Compile `spec`; raises InputError (exit 2) for a fabric the engine cannot build."""
     c = spec.cluster
     slots = node_slots(c)
     pools = {p.name: p for p in c.pools}
@@ -70,72 +138,65 @@ def build_plan(spec: Spec) -> Plan:
     skus = _skus(spec)
     tuning = _tuning(spec)
     software = c.software.model_dump(mode="json")
-    mgmt = dict(zip([s.name for s in slots], management_ips(c, [s.name for s in slots]), strict=True))
+    names = [s.name for s in slots]
+    mgmt = list(management_ips(c, names))
     storage = Allocator(c.addressing.storage, c.addressing.reserved) if c.addressing.storage else None
     entries = {n.name: n for p in c.pools for n in p.nodes}
 
-    # fabrics: nodes in spec order per fabric
     fabric_nodes: dict[str, list[str]] = {f: [] for f in fabrics_spec}
     for s in slots:
         fabric_nodes[pools[s.pool].fabric].append(s.name)
-    fabrics: dict[str, Fabric] = {}
-    for fname, fs in fabrics_spec.items():
-        names = fabric_nodes[fname]
-        if not names:
-            continue
-        sku = spec.skus[next(p.sku for p in c.pools if p.fabric == fname)]
-        fabrics[fname] = plan_fabric(FabricInput(
-            name=fname, kind=fs.type, nodes=tuple(names), rails=sku.compute_nics.count, su_size=fs.su_size,
-            radix=fs.switch.radix, port_speed_gbps=fs.switch.port_speed_gbps, oversubscription=fs.ratio,
-            switch_model=fs.switch.model))
+    fabrics = _plan_fabrics(spec, fabric_nodes)
     rail_alloc = {f: [Allocator(net, c.addressing.reserved) for net in c.addressing.compute.get(f, [])]
                   for f in fabrics}
-    su_of = {f: {n: i // fabrics_spec[f].su_size + 1 for i, n in enumerate(names)}
-             for f, names in fabric_nodes.items()}
+    su_of = {n: i // fabrics_spec[f].su_size + 1 for f, fnames in fabric_nodes.items() for i, n in enumerate(fnames)}
+    racks_named = {r: rack_name(c, r) for r in sorted({s.rack for s in slots})}
+    mgmt_prefix = c.addressing.management.prefixlen
 
     sku_digest = {name: sha256_of({"sku": d, "tuning": tuning, "software": software}) for name, d in skus.items()}
     nodes: list[dict[str, Any]] = []
+    pool_nodes: dict[str, list[str]] = {p: [] for p in pools}
     for s in slots:
         pool = pools[s.pool]
         sku = spec.skus[pool.sku]
-        fab = fabrics[pool.fabric]
+        fname = pool.fabric
+        ftype = fabrics_spec[fname].type
+        node_ports = fabrics[fname].node_ports
+        allocs = rail_alloc[fname]
         entry = entries.get(s.name)
+        macs = entry.macs if entry else {}
+        nics = sku.compute_nics
+        mtu = c.tuning.roce.mtu if ftype == "roce" else IB_MTU
         rails = []
-        for r in sku.compute_nics.rails:
-            leaf, port = fab.node_ports[(s.name, r.rail)]
-            ip = rail_alloc[pool.fabric][r.rail].take()
+        for r in nics.rails:
+            leaf, port = node_ports[(s.name, r.rail)]
+            alloc = allocs[r.rail]
             rails.append({
                 "index": r.rail, "hca": r.hca, "port": 1, "netdev": r.netdev, "pci": r.pci, "gpu": r.gpu,
-                "numa": r.numa, "gpu_link": r.gpu_link, "ip": str(ip),
-                "prefix": rail_alloc[pool.fabric][r.rail].net.prefixlen,
-                "mtu": c.tuning.roce.mtu if fabrics_spec[pool.fabric].type == "roce" else 4092,
-                "link_layer": sku.compute_nics.link_layer, "speed_gbps": sku.compute_nics.speed_gbps,
-                "leaf": leaf, "leaf_port": port,
-                "mac": (entry.macs.get(r.netdev) if entry else None) or mac(1 + r.rail, s.ordinal),
+                "numa": r.numa, "gpu_link": r.gpu_link, "ip": alloc.take_str(), "prefix": alloc.net.prefixlen,
+                "mtu": mtu, "link_layer": nics.link_layer, "speed_gbps": nics.speed_gbps,
+                "leaf": leaf, "leaf_port": port, "mac": macs.get(r.netdev) or mac(1 + r.rail, s.ordinal),
             })
         node: dict[str, Any] = {
-            "name": s.name, "pool": s.pool, "sku": pool.sku, "rack": rack_name(c, s.rack),
-            "su": su_of[pool.fabric][s.name], "fabric": pool.fabric,
-            "fabric_type": fabrics_spec[pool.fabric].type, "ordinal": s.ordinal,
-            "mgmt_ip": str(mgmt[s.name]), "mgmt_prefix": c.addressing.management.prefixlen,
+            "name": s.name, "pool": s.pool, "sku": pool.sku, "rack": racks_named[s.rack],
+            "su": su_of[s.name], "fabric": fname, "fabric_type": ftype, "ordinal": s.ordinal,
+            "mgmt_ip": mgmt[s.ordinal], "mgmt_prefix": mgmt_prefix,
             "mgmt_netdev": sku.management_nic.netdev,
-            "mgmt_mac": (entry.macs.get("mgmt") if entry else None) or mac(0, s.ordinal),
-            "storage_ips": [str(storage.take())] if storage else [],
+            "mgmt_mac": macs.get("mgmt") or mac(0, s.ordinal),
+            "storage_ips": [storage.take_str()] if storage else [],
             "bmc": entry.bmc.model_dump(mode="json") if entry and entry.bmc else None,
             "rails": rails,
         }
-        node["expectation_digest"] = sha256_of({
-            "sku_digest": sku_digest[pool.sku], "name": s.name, "mgmt_ip": node["mgmt_ip"],
-            "mgmt_netdev": node["mgmt_netdev"], "fabric_type": node["fabric_type"],
-            "rails": [{k: r[k] for k in ("index", "hca", "netdev", "ip", "prefix", "mtu", "link_layer",
-                                         "speed_gbps", "gpu", "numa")} for r in rails]})
+        node["expectation_digest"] = expectation_digest(sku_digest[pool.sku], node)
         nodes.append(node)
+        pool_nodes[s.pool].append(s.name)
 
     racks: dict[str, dict[str, Any]] = {}
+    power = {p.name: spec.skus[p.sku].node_power_kw for p in c.pools}
     for n in nodes:
         r = racks.setdefault(n["rack"], {"name": n["rack"], "nodes": [], "power_kw": 0.0})
         r["nodes"].append(n["name"])
-        r["power_kw"] = round(r["power_kw"] + spec.skus[n["sku"]].node_power_kw, 3)
+        r["power_kw"] = round(r["power_kw"] + power[n["pool"]], 3)
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "cluster": c.metadata.name,
@@ -156,12 +217,13 @@ def build_plan(spec: Spec) -> Plan:
             "compute": {f: [str(n) for n in nets] for f, nets in sorted(c.addressing.compute.items())},
         },
         "pools": [{"name": p.name, "sku": p.sku, "fabric": p.fabric, "count": p.count,
-                   "nodes": [s.name for s in slots if s.pool == p.name]} for p in c.pools],
+                   "nodes": pool_nodes[p.name]} for p in c.pools],
         "nodes": nodes,
         "fabrics": [fabric_doc(f, fabrics_spec[name].oversubscription) for name, f in fabrics.items()],
     }
-    doc["plan_hash"] = sha256_of(doc)
-    return Plan(doc=doc, fabrics=fabrics, spec=spec)
+    parts = {k: canonical_json(v) for k, v in doc.items()}
+    doc["plan_hash"] = hashlib.sha256(_join(parts, sorted(parts)).encode("utf-8")).hexdigest()
+    return Plan(doc=doc, fabrics=fabrics, spec=spec, json_parts=parts)
 
 
 def fabric_doc(f: Fabric, requested: str) -> dict[str, Any]:
@@ -174,9 +236,9 @@ def fabric_doc(f: Fabric, requested: str) -> dict[str, Any]:
         "oversubscription": f"{f.oversubscription[0]}:{f.oversubscription[1]}",
         "bisection_gbps": f.bisection_gbps, "max_switch_hops": f.max_switch_hops,
         "max_switch_hops_any_rail": f.max_switch_hops_any_rail,
-        "switches": [list(s) for s in f.switches],
+        "switches": list(map(list, f.switches)),
         "switch_fields": ["name", "role", "su", "rail", "pod", "group", "position", "radix", "ports_used"],
-        "links": [list(x) for x in f.links],
+        "links": list(map(list, f.links)),
         "link_fields": ["kind", "a_dev", "a_port", "b_dev", "b_port", "speed_gbps"],
         "failure_domains": {
             "scalable_units": {str(i + 1): list(leaves) for i, leaves in enumerate(f.failure_domains.su_leaves)},

@@ -49,8 +49,6 @@ def hosts_yml(plan: Plan) -> dict[str, Any]:
         member(group_name("fabric", n["fabric"]), n["name"])
         member(group_name("fabric_type", n["fabric_type"]), n["name"])
         member(group_name("target", doc["target"]), n["name"])
-    for g in groups.values():
-        g["hosts"] = {h: (v if v is not None else None) for h, v in g["hosts"].items()}
     return {"all": {"children": dict(sorted(groups.items()))}}
 
 

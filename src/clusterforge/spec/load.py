@@ -1,12 +1,15 @@
 """Load a cluster spec: YAML with lines -> schema validation -> SKU resolution -> cross-field checks.
 
-Every problem is collected into one `InputError` (exit code 2); nothing is written on failure.
+Every problem is collected into one `InputError` (exit code 2); nothing is written on failure. The stages
+feed one report: duplicate YAML keys, schema errors, unknown or inconsistent SKUs and, whenever the schema
+allows building the cluster (sections with defaults that fail validation are replaced by their defaults for
+this purpose), the cross-field checks.
 """
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from clusterforge.errors import InputError, Problem
 from clusterforge.spec.model import Cluster
-from clusterforge.spec.sku import Sku, catalog
+from clusterforge.spec.sku import Sku, catalog, sku_problems
 from clusterforge.spec.yamlsrc import PathKey, SourceDoc, format_path, load_yaml, load_yaml_text
 
 
@@ -25,10 +28,16 @@ class Spec:
     cluster: Cluster
     skus: dict[str, Sku]
     file: str
+    source: SourceDoc | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:
         return self.cluster.metadata.name
+
+    def problem(self, path: PathKey, expected: str, found: str, fix: str) -> Problem:
+        """A Problem located in this spec's file (with the line of `path` when known)."""
+        line = self.source.line_of(path) if self.source else None
+        return Problem(self.file, format_path(path), expected, found, fix, line)
 
 
 def _fields_of(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
@@ -40,8 +49,7 @@ def _fields_of(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
         fields = getattr(cur, "model_fields", None)
         if not fields or part not in fields:
             return []
-        ann = fields[part].annotation
-        cur = _model_in(ann)
+        cur = _model_in(fields[part].annotation)
     fields = getattr(cur, "model_fields", None)
     return list(fields) if fields else []
 
@@ -62,37 +70,45 @@ _FIXES = {
     "literal_error": "use one of the allowed values",
     "int_parsing": "write a whole number",
     "int_type": "write a whole number",
+    "int_from_float": "write a whole number",
     "float_parsing": "write a number",
-    "string_type": "write a string",
+    "float_type": "write a number",
+    "bool_parsing": "write true or false",
+    "bool_type": "write true or false",
+    "string_type": "write a string (quote it if YAML reads it as a number)",
     "list_type": "write a YAML list",
     "dict_type": "write a YAML mapping",
     "model_type": "write a YAML mapping",
-    "string_pattern_mismatch": "match the documented format",
+    "model_attributes_type": "write a YAML mapping",
+    "string_pattern_mismatch": "match the documented format (docs/spec.md)",
+    "string_too_long": "shorten the value",
     "greater_than_equal": "raise the value",
     "greater_than": "raise the value",
     "less_than_equal": "lower the value",
+    "less_than": "lower the value",
     "too_short": "add at least one entry",
     "ip_v4_network": "write an IPv4 CIDR such as 10.0.0.0/24 with no host bits set",
     "ip_v4_address": "write an IPv4 address",
 }
 
 
-def _problems_from_validation(exc: ValidationError, doc: SourceDoc, prefix: PathKey = ()) -> list[Problem]:
+def _problems_from_validation(exc: ValidationError, doc: SourceDoc, model: type[BaseModel],
+                              prefix: PathKey = ()) -> list[Problem]:
     out: list[Problem] = []
     for err in exc.errors():
         loc: PathKey = tuple(p for p in err["loc"] if isinstance(p, str | int))
-        # pydantic adds union member names ("str", "Sku", "function-after[...]") to locs: drop them
-        loc = tuple(p for p in loc if not (isinstance(p, str) and (p[:1].isupper() or "[" in p or p == "str")))
+        # pydantic adds union member names ("str", "function-after[...]") to locs: drop them
+        loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("str", "int", "float"))))
         path = (*prefix, *loc)
         etype = err["type"]
         fix = _FIXES.get(etype, "correct the value")
         if etype == "extra_forbidden":
             key = str(loc[-1]) if loc else "?"
-            allowed = _fields_of(Cluster, loc[:-1]) if not prefix else _fields_of(Sku, loc[:-1])
+            allowed = _fields_of(model, loc[:-1])
             near = difflib.get_close_matches(key, allowed, n=1)
             expected = f"one of the known keys ({', '.join(allowed)})" if allowed else "no such key"
             found = f"unknown key '{key}'"
-            fix = f"did you mean '{near[0]}'?" if near else "remove the key"
+            fix = f"did you mean '{near[0]}'?" if near else "remove the key (docs/spec.md lists every key)"
         elif etype == "missing":
             expected, found = f"a value for '{loc[-1] if loc else '?'}'", "nothing"
         else:
@@ -111,42 +127,106 @@ def load_spec_text(text: str, file: str = "<string>") -> Spec:
     return _build(load_yaml_text(text, file))
 
 
+def _inline_skus(data: dict[str, Any], doc: SourceDoc) -> tuple[dict[str, Any], list[Problem], set[str]]:
+    """Validate inline SKU mappings on their own (precise paths, no union noise); returns the data with
+    each inline entry replaced by its Sku (or, when invalid, by its name, listed in the third item)."""
+    entries = data.get("skus")
+    if not isinstance(entries, list):
+        return data, [], set()
+    problems: list[Problem] = []
+    broken: set[str] = set()
+    out: list[Any] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            out.append(entry)
+            continue
+        try:
+            sku = Sku.model_validate(entry)
+        except ValidationError as exc:
+            problems += _problems_from_validation(exc, doc, Sku, ("skus", i))
+            name = entry.get("name")
+            name = name if isinstance(name, str) else f"<skus[{i}]>"
+            broken.add(name)
+            out.append(name)
+            continue
+        for path, expected, found, fix in sku_problems(sku):
+            full = ("skus", i, *path)
+            problems.append(Problem(doc.file, format_path(full), expected, found, fix, doc.line_of(full)))
+        if problems:
+            broken.add(sku.name)
+            out.append(sku.name)
+        else:
+            out.append(sku)
+    return {**data, "skus": out}, problems, broken
+
+
+def _validate_cluster(data: dict[str, Any], doc: SourceDoc) -> tuple[Cluster | None, list[Problem]]:
+    """Validate the whole spec. When only sections that have defaults (or unknown top-level keys) fail,
+    validate again without them, so that the cross-field checks can still run on the rest."""
+    try:
+        return Cluster.model_validate(data), []
+    except ValidationError as exc:
+        problems = _problems_from_validation(exc, doc, Cluster)
+        errors = exc.errors()
+        bad = {e["loc"][0] for e in errors if e["loc"]}
+        fields = Cluster.model_fields
+        if any(not e["loc"] for e in errors) or any(k in fields and fields[k].is_required() for k in bad):
+            return None, problems
+        try:
+            return Cluster.model_validate({k: v for k, v in data.items() if k not in bad}), problems
+        except ValidationError:
+            return None, problems
+
+
 def _build(doc: SourceDoc) -> Spec:
     if not isinstance(doc.data, dict):
-        raise InputError([Problem(doc.file, "", "a YAML mapping with apiVersion: clusterforge/v1, kind: Cluster",
-                                  type(doc.data).__name__, "start from inventory/clusters/lab.yaml")],
-                         "invalid cluster spec")
-    problems: list[Problem] = []
-    cluster: Cluster | None = None
-    try:
-        cluster = Cluster.model_validate(doc.data)
-    except ValidationError as exc:
-        problems += _problems_from_validation(exc, doc)
-    if cluster is None:
-        raise InputError(problems, f"invalid cluster spec {doc.file}")
-    skus, sku_problems = _resolve_skus(cluster, doc)
-    problems += sku_problems
-    if not problems:
+        found = "an empty file" if doc.data is None else f"a YAML {type(doc.data).__name__}"
+        raise InputError([Problem(doc.file, "", "a YAML mapping with apiVersion: clusterforge/v1, kind: Cluster, "
+                                  "metadata, target, skus, pools, site, fabrics, addressing, software", found,
+                                  "start from inventory/clusters/lab.yaml (docs/spec.md)", doc.line_of(()))],
+                         f"invalid cluster spec {doc.file}")
+    problems: list[Problem] = list(doc.problems)
+    data, sku_probs, broken = _inline_skus(doc.data, doc)
+    problems += sku_probs
+    cluster, schema_probs = _validate_cluster(data, doc)
+    problems += schema_probs
+    if cluster is not None:
+        skus, resolve_probs = _resolve_skus(cluster, doc, broken)
+        problems += resolve_probs
         from clusterforge.spec.checks import cross_checks
 
-        problems += cross_checks(cluster, skus, doc)
+        unresolved = broken | {e for e in cluster.skus if isinstance(e, str) and e not in skus}
+        problems += cross_checks(cluster, skus, doc, unresolved)
     if problems:
-        raise InputError(problems, f"invalid cluster spec {doc.file}")
-    return Spec(cluster=cluster, skus=skus, file=doc.file)
+        raise InputError(_dedupe(problems), f"invalid cluster spec {doc.file}")
+    assert cluster is not None
+    return Spec(cluster=cluster, skus=skus, file=doc.file, source=doc)
 
 
-def _resolve_skus(cluster: Cluster, doc: SourceDoc) -> tuple[dict[str, Sku], list[Problem]]:
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen: set[Problem] = set()
+    out = []
+    for p in problems:
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out
+
+
+def _resolve_skus(cluster: Cluster, doc: SourceDoc, broken: set[str]) -> tuple[dict[str, Sku], list[Problem]]:
     problems: list[Problem] = []
     skus: dict[str, Sku] = {}
     cat = catalog()
     for i, entry in enumerate(cluster.skus):
         path: PathKey = ("skus", i)
         if isinstance(entry, str):
+            if entry in broken:
+                continue
             if entry not in cat:
-                near = difflib.get_close_matches(entry, list(cat), n=1)
+                near = difflib.get_close_matches(entry, list(cat), n=1, cutoff=0.5)
                 problems.append(Problem(doc.file, format_path(path),
                                         f"a catalog SKU ({', '.join(sorted(cat))}) or an inline SKU mapping",
-                                        f"'{entry}'", f"did you mean '{near[0]}'?" if near else
+                                        f"unknown SKU '{entry}'", f"did you mean '{near[0]}'?" if near else
                                         "use a catalog name or define the SKU inline", doc.line_of(path)))
                 continue
             sku = cat[entry]

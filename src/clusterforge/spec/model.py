@@ -96,6 +96,7 @@ class ComputeFabric(_Strict):
     switch: Switch
     oversubscription: str = "1:1"
     su_size: int = Field(default=32, ge=1)
+    max_tiers: int | None = Field(default=None, ge=1, le=3, description="fail if the fabric needs more tiers")
 
     @field_validator("oversubscription")
     @classmethod
@@ -136,12 +137,7 @@ class Addressing(_Strict):
 
 class Driver(_Strict):
     branch: str = Field(pattern=r"^\d{3}$")
-    version: str = Field(pattern=r"^\d{3}\.\d+(\.\d+)?$")
-
-    @field_validator("version")
-    @classmethod
-    def _branch_prefix(cls, v: str) -> str:
-        return v
+    version: str = Field(pattern=r"^\d{3}\.\d+(\.\d+)?$")  # must lie in `branch` (checks.py)
 
 
 class Rdma(_Strict):

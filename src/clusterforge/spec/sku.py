@@ -9,9 +9,8 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from clusterforge.errors import InputError, Problem
 from clusterforge.spec.yamlsrc import load_yaml_text
 
 
@@ -79,22 +78,11 @@ class ComputeNics(_Strict):
     speed_gbps: int = Field(gt=0)
     link_layer: Literal["InfiniBand", "Ethernet"]
     firmware_prefix: str  # e.g. "28." for ConnectX-7
-    rails: list[RailNic]
+    rails: list[RailNic] = Field(min_length=1)
 
     @property
     def count(self) -> int:
         return len(self.rails)
-
-    @model_validator(mode="after")
-    def _rails_consistent(self) -> ComputeNics:
-        idx = [r.rail for r in self.rails]
-        if idx != list(range(len(idx))):
-            raise ValueError(f"rails must be numbered 0..{len(idx) - 1} in order, found {idx}")
-        for attr in ("hca", "netdev", "pci"):
-            vals = [getattr(r, attr) for r in self.rails]
-            if len(set(vals)) != len(vals):
-                raise ValueError(f"rail {attr} values must be unique, found {vals}")
-        return self
 
 
 class EthNics(_Strict):
@@ -132,14 +120,34 @@ class Sku(_Strict):
     thresholds: Thresholds
     sources: dict[str, str] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _gpu_map(self) -> Sku:
-        for r in self.compute_nics.rails:
-            if r.gpu >= self.gpu.count:
-                raise ValueError(f"rail {r.rail} maps to GPU {r.gpu} but the SKU has {self.gpu.count} GPUs")
-            if r.numa >= self.cpu.numa_nodes:
-                raise ValueError(f"rail {r.rail} maps to NUMA {r.numa}; the SKU has {self.cpu.numa_nodes}")
-        return self
+
+SkuProblem = tuple[tuple[str | int, ...], str, str, str]  # (path inside the SKU, expected, found, fix)
+
+
+def sku_problems(sku: Sku) -> list[SkuProblem]:
+    """Consistency of one SKU: rails numbered 0..n-1, unique devices, every rail on an existing GPU and NUMA
+    node. Paths are relative to the SKU so that inline SKUs in a spec can be pointed at precisely."""
+    out: list[SkuProblem] = []
+    rails = sku.compute_nics.rails
+    for i, r in enumerate(rails):
+        if r.rail != i:
+            out.append((("compute_nics", "rails", i, "rail"), f"rail {i} (rails numbered 0..{len(rails) - 1} in order)",
+                        str(r.rail), "number the rails 0, 1, 2, ... in list order"))
+        if r.gpu >= sku.gpu.count:
+            out.append((("compute_nics", "rails", i, "gpu"), f"a GPU index 0..{sku.gpu.count - 1} (gpu.count is "
+                        f"{sku.gpu.count})", str(r.gpu), "map the rail to the GPU that shares its PCIe switch"))
+        if r.numa >= sku.cpu.numa_nodes:
+            out.append((("compute_nics", "rails", i, "numa"), f"a NUMA node 0..{sku.cpu.numa_nodes - 1} "
+                        f"(cpu.numa_nodes is {sku.cpu.numa_nodes})", str(r.numa), "use the NIC's NUMA node"))
+    for attr in ("hca", "netdev", "pci"):
+        seen: dict[str, int] = {}
+        for i, r in enumerate(rails):
+            v = getattr(r, attr)
+            if v in seen:
+                out.append((("compute_nics", "rails", i, attr), f"a {attr} used by one rail only",
+                            f"'{v}' (also rail {seen[v]})", f"give every rail its own {attr}"))
+            seen.setdefault(v, i)
+    return out
 
 
 def _catalog_files() -> dict[str, str]:
@@ -158,20 +166,10 @@ def catalog() -> dict[str, Sku]:
             sku = Sku.model_validate(doc.data)
         except Exception as exc:  # a broken catalog is a bug in clusterforge, not user input
             raise RuntimeError(f"SKU catalog file {stem}.yaml is invalid: {exc}") from exc
+        bad = sku_problems(sku)
+        if bad:
+            raise RuntimeError(f"SKU catalog file {stem}.yaml is inconsistent: {bad}")
         if sku.name != stem:
             raise RuntimeError(f"SKU catalog file {stem}.yaml declares name {sku.name!r}")
         out[sku.name] = sku
     return out
-
-
-def catalog_sku(name: str, file: str, path: str, line: int | None) -> Sku:
-    skus = catalog()
-    if name not in skus:
-        import difflib
-
-        near = difflib.get_close_matches(name, list(skus), n=1)
-        hint = f"did you mean '{near[0]}'? " if near else ""
-        raise InputError([Problem(file, path, f"a catalog SKU ({', '.join(sorted(skus))}) or an inline definition",
-                                  f"'{name}'", f"{hint}use a catalog name or define the SKU inline", line)],
-                         "invalid cluster spec")
-    return skus[name]

@@ -1,4 +1,9 @@
-"""YAML loading that remembers the line of every key, so errors can point at it."""
+"""YAML loading that remembers the line of every key, so errors can point at it.
+
+Composition uses libyaml (CSafeLoader) when PyYAML has it. Duplicate keys and non-scalar keys are not
+fatal: they are collected in `SourceDoc.problems` (the first value wins) so that the loader can report
+them together with every schema and cross-field problem.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ from clusterforge.errors import InputError, Problem
 
 PathKey = tuple[str | int, ...]
 
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+
 
 @dataclass
 class SourceDoc:
@@ -20,6 +27,7 @@ class SourceDoc:
     file: str
     data: Any
     lines: dict[PathKey, int] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
 
     def line_of(self, path: PathKey) -> int | None:
         """Line of `path`, or of its nearest ancestor that has one."""
@@ -31,49 +39,55 @@ class SourceDoc:
         return self.lines.get((), None)
 
 
-def _construct(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], file: str) -> Any:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        for knode, vnode in node.value:
-            key = _scalar(knode)
-            if not isinstance(key, str | int):
-                raise InputError(
-                    [Problem(file, _fmt(path), "a string key", repr(key), "use plain scalar keys",
-                             knode.start_mark.line + 1)],
-                    "invalid YAML",
-                )
-            skey = str(key)
-            if skey in out:
-                raise InputError(
-                    [Problem(file, _fmt((*path, skey)), "each key once", f"duplicate key '{skey}'",
-                             "remove or merge the duplicate key", knode.start_mark.line + 1)],
-                    "invalid YAML",
-                )
-            out[skey] = _construct(vnode, (*path, skey), lines, file)
-            lines[(*path, skey)] = knode.start_mark.line + 1
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_construct(v, (*path, i), lines, file) for i, v in enumerate(node.value)]
-    return _scalar(node)
+class _Composer:
+    """Turns a composed node tree into plain data, recording lines and collecting key problems."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.lines: dict[PathKey, int] = {}
+        self.problems: list[Problem] = []
+        self._scalars = yaml.SafeLoader("")
+
+    def close(self) -> None:
+        self._scalars.dispose()
+
+    def build(self, node: yaml.Node, path: PathKey) -> Any:
+        self.lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for knode, vnode in node.value:
+                line = knode.start_mark.line + 1
+                key = self._scalar(knode) if isinstance(knode, yaml.ScalarNode) else None
+                if key is None or not isinstance(key, str | int) or isinstance(key, bool):
+                    self.problems.append(Problem(
+                        self.file, format_path(path), "a plain string key",
+                        repr(key) if key is not None else "a complex key", "write the key as a plain word", line))
+                    continue
+                skey = str(key)
+                if skey in out:
+                    self.problems.append(Problem(
+                        self.file, format_path((*path, skey)), "each key once in a mapping",
+                        f"duplicate key '{skey}' (first at line {self.lines.get((*path, skey))})",
+                        "remove or merge the duplicate key", line))
+                    continue
+                out[skey] = self.build(vnode, (*path, skey))
+                self.lines[(*path, skey)] = line
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(v, (*path, i)) for i, v in enumerate(node.value)]
+        return self._scalar(node)
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        return self._scalars.construct_object(node, deep=True)
 
 
-def _scalar(node: yaml.Node) -> Any:
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
-
-
-def _fmt(path: PathKey) -> str:
+def format_path(path: PathKey) -> str:
+    """`("pools", 0, "sku")` -> `pools[0].sku`."""
     out = ""
     for p in path:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
     return out
 
-
-format_path = _fmt
 
 
 def load_yaml(path: Path | str) -> SourceDoc:
@@ -86,23 +100,31 @@ def load_yaml(path: Path | str) -> SourceDoc:
         raise InputError(
             [Problem(file, "", "an existing spec file", "no such file", "check the path")], "cannot read spec"
         ) from None
-    except OSError as exc:
-        raise InputError([Problem(file, "", "a readable file", str(exc), "check permissions")],
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError([Problem(file, "", "a readable UTF-8 file", str(exc), "check the file and its permissions")],
                          "cannot read spec") from None
     return load_yaml_text(text, file)
 
 
 def load_yaml_text(text: str, file: str = "<string>") -> SourceDoc:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        what = " ".join(x for x in (exc.context, exc.problem) if x) or str(exc)
         raise InputError(
-            [Problem(file, "", "valid YAML", str(exc.problem or exc), "fix the YAML syntax at that line", line)],
-            "invalid YAML",
+            [Problem(file, "", "valid YAML", what, "fix the YAML syntax at that line", line)], "invalid YAML",
         ) from None
-    lines: dict[PathKey, int] = {}
+    except yaml.YAMLError as exc:  # e.g. a non-printable character
+        raise InputError([Problem(file, "", "valid YAML", str(exc), "fix the YAML text")], "invalid YAML") from None
     if node is None:
-        return SourceDoc(file, None, lines)
-    data = _construct(node, (), lines, file)
-    return SourceDoc(file, data, lines)
+        return SourceDoc(file, None)
+    comp = _Composer(file)
+    try:
+        data = comp.build(node, ())
+    except yaml.YAMLError as exc:  # a scalar that cannot be constructed (e.g. a bad timestamp)
+        raise InputError([Problem(file, "", "valid YAML values", str(exc), "fix the value")], "invalid YAML") from None
+    finally:
+        comp.close()
+    return SourceDoc(file, data, comp.lines, comp.problems)
