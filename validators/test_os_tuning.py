@@ -16,30 +16,44 @@ CPU = "/sys/devices/system/cpu"
 HUGE_KB = {"1G": 1048576, "2M": 2048}
 
 
-def expected_cmdline(node: NodeExpect) -> dict[str, str]:
-    """Boot parameters the os_tuning role sets from the plan (C-state limit, boot-time hugepages, THP)."""
-    t = node.tuning
-    params = {"processor.max_cstate": str(t["cstate_max"])}
-    if node.sku.get("cpu", {}).get("vendor") == "intel":
-        params["intel_idle.max_cstate"] = str(t["cstate_max"])
-    hp = t["hugepages"]
-    if hp["count"] and hp["size"] == "1G":
-        params |= {"default_hugepagesz": "1G", "hugepagesz": "1G"}
-    params["transparent_hugepage"] = t["thp"]
+def cpu_vendor(probe: Probe) -> str:
+    """intel | amd | other, from the CPU itself (the os_tuning role decides the same way)."""
+    out = probe.run("grep -m1 '^vendor_id' /proc/cpuinfo", ok=(0, 1))
+    return {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(out.partition(":")[2].strip(), "other")
+
+
+def hugepages_value(node: NodeExpect) -> str:
+    """``hugepages=`` as the role writes it: the count, or ``0:N0,1:N1`` per NUMA node (split evenly)."""
+    hp = node.tuning["hugepages"]
+    count, numa = int(hp["count"]), max(int(node.sku.get("cpu", {}).get("numa_nodes", 1)), 1)
+    if not hp.get("per_numa") or numa == 1:
+        return str(count)
+    return ",".join(f"{i}:{count // numa + (1 if i < count % numa else 0)}" for i in range(numa))
+
+
+def expected_cmdline(node: NodeExpect, vendor: str) -> dict[str, str]:
+    """Boot parameters the os_tuning role sets from the plan: the C-state limit (Intel: intel_idle off and
+    acpi_idle limited, tuning-facts §1.1) and boot-time hugepages (§2.1). IOMMU: see rdma.iommu."""
+    params = {"intel_idle.max_cstate": "0"} if vendor == "intel" else {}
+    params["processor.max_cstate"] = str(max(int(node.tuning["cstate_max"]), 1))
+    hp = node.tuning["hugepages"]
+    if int(hp["count"]):
+        params |= {
+            "default_hugepagesz": hp["size"],
+            "hugepagesz": hp["size"],
+            "hugepages": hugepages_value(node),
+        }
     return params
 
 
 def test_cmdline(node: NodeExpect, probe: Probe) -> None:
     have = probe.parse("cat /proc/cmdline", readers.cmdline)
-    wrong = {
-        k: ",".join(have.get(k, ["<absent>"]))
-        for k, v in expected_cmdline(node).items()
-        if have.get(k, [None])[-1] != v
-    }
+    want = expected_cmdline(node, cpu_vendor(probe))
+    wrong = {k: ",".join(have.get(k, ["<absent>"])) for k, v in want.items() if have.get(k, [None])[-1] != v}
     expect_none_bad(
         "kernel command line",
         wrong,
-        " ".join(f"{k}={v}" for k, v in expected_cmdline(node).items()),
+        " ".join(f"{k}={v}" for k, v in want.items()),
         hint("cmdline", node.name),
     )
 

@@ -120,27 +120,70 @@ def test_vbios(node: NodeExpect, probe: Probe) -> None:
     expect_none_bad("GPU VBIOS", bad, f"{pin} on every GPU", hint("vbios", node.name))
 
 
+def _chrony_unit(probe: Probe) -> tuple[str, dict[str, str]]:
+    props = "-p LoadState,ActiveState,ConditionResult,ConditionTimestampMonotonic"
+    for unit in ("chrony.service", "chronyd.service"):
+        show = probe.parse(f"systemctl show {props} {unit}", readers.systemctl_show)
+        if show.get("LoadState") == "loaded":
+            return unit, show
+    raise CheckError("no chrony unit (chrony.service / chronyd.service) is loaded")
+
+
+def _configured_servers(probe: Probe) -> list[str]:
+    out = probe.run(
+        "cat /etc/chrony/chrony.conf /etc/chrony/conf.d/*.conf /etc/chrony/sources.d/*.sources "
+        "/etc/chrony.conf 2>/dev/null; true"
+    )
+    return [
+        ln.split()[1]
+        for ln in out.splitlines()
+        if ln.split()[:1] in (["server"], ["pool"]) and len(ln.split()) > 1
+    ]
+
+
 def test_time_sync(node: NodeExpect, probe: Probe) -> None:
-    """chrony tracks one of the declared time servers, in sync (leap Normal, offset under 0.5 s)."""
+    """chrony uses the declared servers and is in sync (leap Normal, |offset| <= 0.5 s, a declared server
+    selected). A container cannot own its clock: chrony's unit skips itself there (ConditionCapability=
+    CAP_SYS_TIME) and the clock is the container host's; then only the configuration is checked."""
     servers = [str(s) for s in node.tuning.get("time_servers", [])]
+    fix = hint("time", node.name)
+    configured = _configured_servers(probe)
+    expect(
+        all(s in configured for s in servers),
+        "chrony servers",
+        ", ".join(servers) or "any",
+        ", ".join(configured) or "none configured",
+        fix,
+    )
+    unit, show = _chrony_unit(probe)
+    if show.get("ActiveState") != "active":
+        skipped = show.get("ConditionResult") == "no" and show.get("ConditionTimestampMonotonic", "0") != "0"
+        virt = probe.run("systemd-detect-virt --container", ok=(0, 1)).strip()
+        expect(
+            skipped and virt not in ("", "none"),
+            unit,
+            "active (or skipped by its conditions in a container)",
+            f"{show.get('ActiveState')}, ConditionResult={show.get('ConditionResult')}, container={virt}",
+            fix,
+        )
+        probe.note("clock", f"owned by the container host ({virt}); {unit} skipped by its start conditions")
+        return
     tracking = probe.parse("chronyc -n tracking", readers.chrony_tracking)
     sources = probe.parse("chronyc -n sources", readers.chrony_sources)
     probe.note("tracking", tracking.__dict__)
-    selected = [s for s, state in sources.items() if state in "*+"]
     expect(
         tracking.leap == "Normal" and abs(tracking.offset_s) <= MAX_OFFSET_S,
         "time sync",
         f"leap status Normal, |offset| <= {MAX_OFFSET_S} s",
         f"leap {tracking.leap}, offset {tracking.offset_s:+.3f} s",
-        hint("time", node.name),
+        fix,
     )
+    selected = [s for s, state in sources.items() if state in "*+"]
     literal = [s for s in servers if _is_ip(s)]
-    want = f"one of {', '.join(literal)} selected" if literal else "a selected source"
-    if servers:
-        expect(
-            any(s in selected for s in literal) if literal else bool(selected),
-            "time source",
-            want,
-            ", ".join(f"{s}({st.strip() or ' '})" for s, st in sources.items()) or "no sources",
-            hint("time", node.name),
-        )
+    expect(
+        any(s in selected for s in literal) if literal else bool(selected),
+        "time source",
+        f"one of {', '.join(literal)} selected" if literal else "a selected source",
+        ", ".join(f"{s}({st.strip() or '-'})" for s, st in sources.items()) or "no sources",
+        fix,
+    )
