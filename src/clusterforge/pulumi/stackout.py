@@ -3,7 +3,8 @@
 `pulumi stack output --json [--stack NAME]` prints one JSON object: output name -> value, with secret values
 replaced by the string "[secret]" unless `--show-secrets` is given (Pulumi CLI reference,
 https://www.pulumi.com/docs/iac/cli/commands/pulumi_stack_output/). The stack's `inventory` and `group_vars`
-outputs are written with the same YAML dumper as `clusterforge plan`, so the files are the same.
+outputs are written with the same YAML writers as `clusterforge plan` (yamlfast for hosts.yml, dump_yaml
+for group_vars), so the files are the same but for the header comment.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.errors import ClusterforgeError, InputError, Problem
+from clusterforge.plan import yamlfast
 from clusterforge.plan.outputs import dump_yaml
 
 SECRET = "[secret]"
@@ -121,7 +123,7 @@ def write_inventory(outputs: dict[str, Any], out_root: Path, source: str = "stac
     try:
         (tmp / "group_vars").mkdir()
         header = HOSTS_HEADER.format(source=source, plan=str(outputs["plan_hash"])[:12])
-        (tmp / "hosts.yml").write_text(header + dump_yaml(outputs["inventory"]))
+        (tmp / "hosts.yml").write_text(header + "".join(yamlfast.lines(outputs["inventory"])))
         for stem, values in outputs["group_vars"].items():
             (tmp / "group_vars" / f"{stem}.yml").write_text(dump_yaml(values))
         old = dest / ".group_vars.old"

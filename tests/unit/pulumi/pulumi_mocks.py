@@ -11,7 +11,16 @@ import pulumi
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import ROOT
 
-__all__ = ["FIXTURES", "REPO", "ROOT", "RecordingMocks", "RecordingMonitor", "run_stack", "spec_config"]
+__all__ = [
+    "FIXTURES",
+    "REPO",
+    "ROOT",
+    "RecordingMocks",
+    "RecordingMonitor",
+    "record_fixture",
+    "run_stack",
+    "spec_config",
+]
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -110,3 +119,45 @@ def run_stack(collect: Callable[[Any, dict[str, Any]], Any] | None = None) -> St
 
     _run()
     return box["run"]
+
+
+FIXTURE_SPEC = "tests/unit/pulumi/fixtures/bm-small.yaml"
+FIXTURE_JSON = FIXTURES / "stack-output-bm-small.json"
+FIXTURE_CONFIG = {
+    "clusterforge:spec": FIXTURE_SPEC,
+    "clusterforge:bmcUsername": "root",
+    "clusterforge:bmcPassword": "fixture-password",
+}
+FIXTURE_SECRETS = ["clusterforge:bmcPassword"]
+
+
+async def as_cli_json(cluster: Any, outs: dict[str, Any]) -> str:
+    """The text `pulumi stack output --json` prints for these outputs (secrets as "[secret]")."""
+    import json
+
+    doc: dict[str, Any] = {}
+    for key, value in sorted(outs.items()):
+        if isinstance(value, pulumi.Output):
+            doc[key] = "[secret]" if await value.is_secret() else await value.future()
+        else:
+            doc[key] = value
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def record_fixture() -> str:
+    """Run the fixture stack under mocks and return its `pulumi stack output --json` text."""
+    mocks = RecordingMocks()
+    ROOT.set(None)
+    pulumi.runtime.set_mocks(
+        mocks, project="clusterforge", stack="bm-small", preview=False, monitor=RecordingMonitor(mocks)
+    )
+    pulumi.runtime.set_all_config(FIXTURE_CONFIG, FIXTURE_SECRETS)
+    try:
+        return str(run_stack(as_cli_json).collected)
+    finally:
+        pulumi.runtime.set_all_config({}, [])
+
+
+if __name__ == "__main__":  # re-record: .venv/bin/python tests/unit/pulumi/pulumi_mocks.py
+    FIXTURE_JSON.write_text(record_fixture())
+    print(f"wrote {FIXTURE_JSON}")
