@@ -1,0 +1,3 @@
+from clusterforge.lab.sim.main import main
+
+main()

@@ -1,0 +1,79 @@
+"""Multi-call entry: ``clusterforge-sim TOOL ARGS`` or a symlink/wrapper named as the tool."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+USAGE = "usage: clusterforge-sim TOOL [ARGS...]   (clusterforge-sim tools: list them)\n"
+
+
+def _tools() -> dict[str, Callable[[list[str]], int]]:
+    from . import bench, boot, daemons, dcgm, faults, grub, ibtools, klog, kmod, mlnx, nvidia_smi, perftest
+
+    t: dict[str, Callable[[list[str]], int]] = {
+        "nvidia-smi": nvidia_smi.main,
+        "dcgmi": dcgm.main,
+        "nvbandwidth": bench.nvbandwidth,
+        "mlnx_qos": mlnx.mlnx_qos,
+        "mlxconfig": mlnx.mlxconfig,
+        "dmesg": klog.main,
+        "modprobe": lambda a: kmod.main(a, "modprobe"),
+        "rmmod": lambda a: kmod.main(a, "rmmod"),
+        "update-grub": lambda a: grub.main(a, "update-grub"),
+        "update-grub2": lambda a: grub.main(a, "update-grub"),
+        "grub-mkconfig": lambda a: grub.main(a, "grub-mkconfig"),
+        "nvidia-persistenced": daemons.persistenced,
+        "nv-fabricmanager": daemons.fabricmanager,
+        "nv-hostengine": daemons.hostengine,
+        "nvidia-modprobe": lambda a: kmod.main(
+            ["nvidia", "nvidia_uvm"] if "-u" in a else ["nvidia"], "modprobe"
+        ),
+        "boot": boot.main,
+        "kerneld": daemons.kerneld,
+        "configfs-sync": daemons.configfs_sync,
+        "fault": faults.main,
+    }
+    for name in ibtools.TOOLS:
+        t[name] = lambda a, n=name: ibtools.main(n, a)
+    for name in perftest.TITLES:
+        t[name] = lambda a, n=name: perftest.main(n, a)
+    for name in bench.COLLECTIVES:
+        t[name] = lambda a, n=name: bench.nccl_test(n, a)
+    return t
+
+
+def run(argv: list[str]) -> int:
+    prog = os.path.basename(argv[0]) if argv else "clusterforge-sim"
+    args = argv[1:]
+    if prog in ("clusterforge-sim", "__main__.py", "main.py", "-c"):
+        if not args:
+            sys.stderr.write(USAGE)
+            return 2
+        prog, args = args[0], args[1:]
+    tools = _tools()
+    if prog == "tools":
+        sys.stdout.write("".join(f"{t}\n" for t in sorted(tools)))
+        return 0
+    fn = tools.get(prog)
+    if fn is None:
+        sys.stderr.write(f"clusterforge-sim: unknown tool {prog!r}\n{USAGE}")
+        return 127
+    try:
+        return fn(args)
+    except BrokenPipeError:
+        return 0
+    except FileNotFoundError as e:
+        if "state.json" in str(e):
+            sys.stderr.write(f"{prog}: no simulated hardware on this node (missing {e.filename})\n")
+            return 1
+        raise
+
+
+def main() -> None:
+    sys.exit(run(sys.argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""Node-side paths used by the simulator.
+
+Every real path is resolved under ``$CLUSTERFORGE_SIM_ROOT`` (default ``/``), so the host-side unit tests
+run the very same code against a temporary directory. Inside a node the variable is unset.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+HOME = "/usr/lib/clusterforge-sim"  # the package copy and the multi-call entry live here
+ENTRY = f"{HOME}/clusterforge-sim"
+STATE = "/var/lib/clusterforge-sim/state.json"  # persistent node state (in the node's overlay upper)
+FAULT_FLAGS = "/var/lib/clusterforge-sim/faults"  # one empty file per active fault (for unit conditions)
+RUN = "/run/clusterforge-sim"  # per-boot scratch: kernel log, overlay uppers, bind sources
+SHARE = "/usr/share/clusterforge-sim"  # files shipped by the simulated NVIDIA packages
+PKG_MARKERS = f"{SHARE}/packages"  # <name>.json written by each simulated .deb (version info)
+GRUB_CFG = "/boot/grub/grub.cfg"
+
+
+def root() -> Path:
+    return Path(os.environ.get("CLUSTERFORGE_SIM_ROOT") or "/")
+
+
+def p(path: str) -> Path:
+    """A node path under the simulator root."""
+    return root() / path.lstrip("/")
+
+
+def in_node() -> bool:
+    """True when running for real inside a node (not under a test root)."""
+    return root() == Path("/")
+
+
+def read(path: str, default: str = "") -> str:
+    try:
+        return p(path).read_text()
+    except OSError:
+        return default
+
+
+def write(path: str, text: str, mode: int | None = None) -> None:
+    target = p(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    if mode is not None:
+        target.chmod(mode)
