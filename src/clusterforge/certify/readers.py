@@ -133,7 +133,7 @@ def limits(text: str, source: str) -> list[Limit]:
         parts = line.split()
         if len(parts) != 4:
             raise ParseError("limits.conf", "expected '<domain> <type> <item> <value>'", line_no=no, line=raw)
-        out.append(Limit(*parts, source=source))
+        out.append(Limit(parts[0], parts[1], parts[2], parts[3], source))
     return out
 
 

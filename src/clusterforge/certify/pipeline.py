@@ -1,0 +1,143 @@
+"""`clusterforge certify`: plan → lock the nodes in the records → (drain for full) → validators per node in
+parallel → results, parts, verdicts → run finished → certificates → admission → reports."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from clusterforge.certify import admit as admission
+from clusterforge.certify.display import CertifyProgress, explain, table
+from clusterforge.certify.expect import nodes_of
+from clusterforge.certify.issue import Recorder
+from clusterforge.certify.results import NodeResult, summary, write_json, write_junit
+from clusterforge.certify.runner import TIER_MARKERS, certify_nodes
+from clusterforge.errors import ClusterforgeError, ExitCode, InputError
+
+
+@dataclass
+class Outputs:
+    junit: Path | None = None
+    json: Path | None = None
+    jobs: int | None = None
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _fail_input(console: Console, message: str) -> int:
+    console.print(f"[red]error[/]: {message}", highlight=False, soft_wrap=True)
+    return int(ExitCode.BAD_INPUT)
+
+
+def certify_flow(
+    spec: Path, tier: str, limit: str | None, admit: bool, console: Console, outputs: Outputs | None = None
+) -> int:
+    """Certify the nodes of SPEC (or the `limit` pattern): 0 all pass, 3 any fail/error, 2 bad input,
+    1 the tool itself could not run (e.g. the nodes are locked by another live run)."""
+    from clusterforge.run.pipeline import load_plan
+    from clusterforge.run.provision import resolve_hosts
+
+    outputs = outputs or Outputs()
+    if tier not in TIER_MARKERS:
+        return _fail_input(console, f"--tier must be one of {', '.join(TIER_MARKERS)}; got {tier!r}")
+    try:
+        plan, inventory = load_plan(spec)
+    except InputError as exc:
+        return _fail_input(console, exc.render())
+    doc: dict[str, Any] = plan.doc
+    names = resolve_hosts(inventory, limit)
+    if not names:
+        return _fail_input(console, f"--limit {limit!r} selects no node of {spec}")
+    expects = nodes_of(doc, inventory)
+    try:
+        rec = Recorder.start(doc["cluster"], doc["plan_hash"], spec, tier, names)
+    except ClusterforgeError as exc:  # NodesBusy: another live run holds some of these nodes
+        console.print(f"[red]error[/]: {exc}", highlight=False, soft_wrap=True)
+        return int(exc.exit_code)
+    console.print(
+        f"[bold]»[/] certify {tier}: {len(names)} node(s) of {doc['cluster']}, run {rec.run_id} "
+        f"({getpass.getuser()}@{socket.gethostname()}, plan {doc['plan_hash'][:12]})"
+    )
+    pool = admission.pool_for(doc) if admit or tier == "full" else None
+    if tier == "full" and pool is not None:
+        admission.drain_for_full_run(pool, names, rec.store, rec.run_id)
+    started = time.time()
+    workdir = Path(rec.store.path).parent / "certify" / rec.run_id
+    cancel = threading.Event()
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with CertifyProgress(console, names) as progress:
+            results = certify_nodes(
+                doc,
+                inventory,
+                names,
+                tier,
+                jobs=outputs.jobs,
+                workdir=workdir,
+                progress=progress,
+                cancel=cancel,
+            )
+    except KeyboardInterrupt:
+        cancel.set()  # validator processes are killed; the run stays unfinished → incomplete, never passed
+        console.print(f"[red]interrupted[/]: run {rec.run_id} left incomplete; no certificate issued")
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    for name, res in results.items():
+        rec.node_done(res, expects[name])
+    ok = all(r.verdict == "pass" for r in results.values())
+    rec.finish("passed" if ok else "failed", json.dumps(summary(results)))
+    actions: dict[str, str] = {}
+    for name, res in results.items():
+        cert = rec.issue(res, expects[name], tier)
+        if pool is None:
+            continue
+        decision = admission.decide(expects[name], res, cert, tier, rec.store)
+        if admit or (tier == "full" and not decision.admit):
+            actions[name] = admission.apply(pool, decision, cert, rec.store, rec.run_id)
+        elif tier == "full" and pool.resume(name):  # full without --admit: back as it was, on a pass only
+            actions[name] = "resumed"
+    _report(console, doc, tier, rec, results, actions, started, outputs)
+    return int(ExitCode.OK if ok else ExitCode.NOT_AS_DECLARED)
+
+
+def _report(
+    console: Console,
+    doc: dict[str, Any],
+    tier: str,
+    rec: Recorder,
+    results: dict[str, NodeResult],
+    actions: dict[str, str],
+    started: float,
+    outputs: Outputs,
+) -> None:
+    title = f"certify {tier} — run {rec.run_id} — {time.time() - started:.1f} s"
+    console.print(table(title, results, actions))
+    explain(console, results)
+    meta = {
+        "run_id": rec.run_id,
+        "cluster": doc["cluster"],
+        "plan_hash": doc["plan_hash"],
+        "tier": tier,
+        "who": getpass.getuser(),
+        "where": socket.gethostname(),
+        "started": started,
+        "ended": time.time(),
+        "certificates": {n: str(p) for n, p in rec.cert_paths.items()},
+        "pool_actions": actions,
+    }
+    if outputs.json:
+        console.print(f"results: {write_json(outputs.json, meta, results)}")
+    if outputs.junit:
+        console.print(f"junit: {write_junit(outputs.junit, f'certify-{tier}', results)}")

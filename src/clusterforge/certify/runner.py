@@ -1,0 +1,318 @@
+"""Run the validators against nodes: one pytest process per node, in parallel, one SSH session per node.
+
+Why one process per node rather than pytest-xdist: a node's checks then run in one process that holds the
+node's only SSH connection (an OpenSSH ControlMaster opened by the reachability probe and reused by every
+check), the process can be given a deadline and killed as a whole, and a slow or hung node never holds up
+another's checks. Measured on the 4-node lab: see bench/README.md ("Certification").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clusterforge.certify.results import CheckResult, NodeResult, read_results
+
+REPO = Path(__file__).resolve().parents[3]
+VALIDATORS = Path(os.environ.get("CLUSTERFORGE_VALIDATORS", REPO / "validators"))
+TIER_MARKERS = {"quick": "quick", "full": "quick or full", "burnin": "burnin"}
+DEADLINE_S = {"quick": 900, "full": 4 * 3600, "burnin": 24 * 3600}
+SSH_PROBE_S = 15
+
+Progress = Callable[[str, str, dict[str, Any]], None]  # (node, event, data)
+
+
+@dataclass
+class SshSetup:
+    """A private ssh_config for one run: the inventory's key and known_hosts, strict host keys, and a
+    ControlMaster per node under a short private folder (socket paths must stay < 104 bytes)."""
+
+    folder: Path
+    config: Path
+    user: str
+    addresses: dict[str, str] = field(default_factory=dict)  # node -> management IP
+
+    def target(self, node: str) -> str:
+        return f"{self.user}@{self.addresses[node]}"
+
+    def close(self) -> None:
+        for node in self.addresses:
+            subprocess.run(
+                ["ssh", "-F", str(self.config), "-O", "exit", self.target(node)],
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _connection_vars(inventory: Path) -> dict[str, Any]:
+    path = inventory / "group_vars" / "all.yml"
+    data = yaml.safe_load(path.read_text()) if path.is_file() else {}
+    return data or {}
+
+
+def ssh_setup(plan_doc: dict[str, Any], inventory: Path, nodes: list[str]) -> SshSetup:
+    """ssh_config from the inventory's connection vars (`ansible_user`, `ansible_ssh_private_key_file`,
+    `-o Key=Value` in `ansible_ssh_common_args`); StrictHostKeyChecking stays on unless they turn it off."""
+    conn = _connection_vars(inventory)
+    folder = Path(tempfile.mkdtemp(prefix="cf-ssh-", dir="/tmp"))
+    opts: dict[str, str] = {
+        "StrictHostKeyChecking": "yes",
+        "BatchMode": "yes",
+        "ConnectTimeout": "5",
+        "ServerAliveInterval": "5",
+        "ServerAliveCountMax": "3",
+        "LogLevel": "ERROR",
+        "ControlMaster": "auto",
+        "ControlPath": f"{folder}/%C",
+        "ControlPersist": "600",
+    }
+    args = shlex.split(str(conn.get("ansible_ssh_common_args", "")))
+    for i, a in enumerate(args):
+        if a == "-o" and i + 1 < len(args) and "=" in args[i + 1]:
+            k, v = args[i + 1].split("=", 1)
+            opts[k] = v
+    if conn.get("ansible_ssh_private_key_file"):
+        opts |= {"IdentityFile": str(conn["ansible_ssh_private_key_file"]), "IdentitiesOnly": "yes"}
+    user = str(conn.get("ansible_user", "root"))
+    lines = ["Host *"] + [f"  {k} {v}" for k, v in opts.items()] + [f"  User {user}"]
+    config = folder / "ssh_config"
+    config.write_text("\n".join(lines) + "\n")
+    addresses = {n["name"]: n["mgmt_ip"] for n in plan_doc["nodes"] if n["name"] in nodes}
+    return SshSetup(folder, config, user, addresses)
+
+
+def reachable(ssh: SshSetup, node: str) -> tuple[bool, str]:
+    """Open the node's ControlMaster (the one SSH session every check then reuses)."""
+    try:
+        p = subprocess.run(
+            ["ssh", "-F", str(ssh.config), ssh.target(node), "true"],
+            capture_output=True,
+            text=True,
+            timeout=SSH_PROBE_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"no SSH answer within {SSH_PROBE_S} s"
+    if p.returncode != 0:
+        return False, (p.stderr.strip().splitlines() or [f"ssh exit {p.returncode}"])[-1]
+    return True, ""
+
+
+def pytest_argv(plan_path: Path, ssh: SshSetup, node: str, tier: str, results: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(VALIDATORS),
+        "-m",
+        TIER_MARKERS[tier],
+        "--plan",
+        str(plan_path),
+        "--hosts",
+        f"ssh://{ssh.target(node)}",
+        "--ssh-config",
+        str(ssh.config),
+        "--cf-results",
+        str(results),
+        "-q",
+        "--no-header",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--tb=no",
+        "-rN",
+    ]
+
+
+@dataclass
+class NodeRun:
+    """One node's validator process (killable; its results file is read as it grows)."""
+
+    node: str
+    results: Path
+    deadline_s: float
+    proc: subprocess.Popen[bytes] | None = None
+    killed: str = ""
+
+
+def _watch(run: NodeRun, progress: Progress | None, stop: threading.Event) -> None:
+    seen = 0
+    while not stop.wait(0.2):
+        seen = _emit(run, progress, seen)
+    _emit(run, progress, seen)
+
+
+def _emit(run: NodeRun, progress: Progress | None, seen: int) -> int:
+    if progress is None or not run.results.exists():
+        return seen
+    lines = run.results.read_text(encoding="utf-8", errors="replace").splitlines()
+    for line in lines[seen:]:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            return seen  # torn line: read it again next time
+        progress(run.node, rec.get("kind", "?"), rec)
+        seen += 1
+    return seen
+
+
+def run_node(
+    argv: list[str], run: NodeRun, progress: Progress | None = None, cancel: threading.Event | None = None
+) -> None:
+    """Run one node's validators until they end, the deadline passes, or the run is cancelled."""
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch, args=(run, progress, stop), daemon=True)
+    watcher.start()
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    with run.results.with_suffix(".log").open("wb") as log:
+        run.proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+            preexec_fn=_die_with_parent,
+        )
+    end = time.monotonic() + run.deadline_s
+    try:
+        while run.proc.poll() is None:
+            if cancel is not None and cancel.is_set():
+                run.killed = "cancelled"
+            elif time.monotonic() > end:
+                run.killed = f"deadline of {run.deadline_s:.0f} s passed"
+            if run.killed:
+                _kill(run.proc)
+                break
+            time.sleep(0.05)
+        run.proc.wait()
+    finally:
+        stop.set()
+        watcher.join(timeout=5)
+
+
+def _die_with_parent() -> None:
+    """Child side: get SIGTERM when the runner thread that started us goes away (runner killed)."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=5)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def unreachable_result(node: str, why: str) -> NodeResult:
+    check = CheckResult(
+        node,
+        "ssh.reachable",
+        "error",
+        f"{node} unreachable over SSH: {why}",
+        expected="SSH session as the inventory's user",
+        found=why,
+        fix="check the node's power, management network and sshd",
+        unreachable=True,
+    )
+    return NodeResult(node, [check], complete=True, unreachable=True, note=f"unreachable: {why}")
+
+
+def certify_nodes(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    nodes: list[str],
+    tier: str,
+    *,
+    jobs: int | None = None,
+    workdir: Path | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    deadline_s: float | None = None,
+) -> dict[str, NodeResult]:
+    """Validator results per node (plan order). Unreachable nodes get one `ssh.reachable` error; a node whose
+    run is killed or cut short is incomplete (verdict error, never pass)."""
+    if tier not in TIER_MARKERS:
+        raise ValueError(f"tier must be one of {', '.join(TIER_MARKERS)}; got {tier!r}")
+    plan_path = inventory / "plan.json"
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="cf-certify-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    ssh = ssh_setup(plan_doc, inventory, nodes)
+    out: dict[str, NodeResult] = {}
+    lock = threading.Lock()
+
+    def one(node: str) -> None:
+        start = time.monotonic()
+        if progress:
+            progress(node, "connect", {})
+        ok, why = reachable(ssh, node)
+        if not ok:
+            res = unreachable_result(node, why)
+        else:
+            run = NodeRun(node, workdir / f"{node}.jsonl", deadline_s or DEADLINE_S[tier])
+            run_node(pytest_argv(plan_path, ssh, node, tier, run.results), run, progress, cancel)
+            res = read_results(run.results, node)
+            if run.killed:
+                res.complete, res.note = False, f"incomplete: {run.killed}"
+            elif run.proc is not None and run.proc.returncode not in (0, 1) and not res.complete:
+                log = run.results.with_suffix(".log")
+                tail = log.read_text(errors="replace")[-500:].strip() if log.exists() else ""
+                res.note = f"incomplete: validators exited {run.proc.returncode}: {tail}"
+        res.seconds = time.monotonic() - start
+        with lock:
+            out[node] = res
+        if progress:
+            progress(node, "done", {"verdict": res.verdict, "status": res.status_word})
+
+    cancel = cancel or threading.Event()
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs or len(nodes))) as pool:
+            futures = [pool.submit(one, n) for n in nodes]
+            try:
+                for f in futures:
+                    f.result()
+            except BaseException:
+                cancel.set()  # interrupted: kill every node's validators before leaving
+                raise
+    finally:
+        ssh.close()
+    return {n: out[n] for n in nodes if n in out}
+
+
+def run_checks(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    tier: str = "quick",
+    nodes: list[str] | None = None,
+    record: bool = False,
+    jobs: int | None = None,
+) -> dict[str, list[CheckResult]]:
+    """Check results per node without recording anything (used by `clusterforge drift`)."""
+    names = nodes or [n["name"] for n in plan_doc["nodes"]]
+    if record:
+        raise ValueError("run_checks does not record; use clusterforge.certify.pipeline for certification")
+    results = certify_nodes(plan_doc, inventory, names, tier, jobs=jobs)
+    return {n: r.checks for n, r in results.items()}
