@@ -249,8 +249,10 @@ def query(
                 ("*" if star else " ")
                 + " " * 7
                 + k.ljust(44)
-                + show(k, default.get(k, nxt[k])).ljust(16)
-                + show(k, cur.get(k, nxt[k])).ljust(16)
+                + show(k, default.get(k, nxt[k])).ljust(15)
+                + " "
+                + show(k, cur.get(k, nxt[k])).ljust(15)
+                + " "
                 + show(k, nxt[k])
             )
         else:
@@ -320,7 +322,8 @@ def mlxconfig(argv: list[str]) -> int:
         out = _header(st, nic, 1, dev or nic["pci"][5:])
         out.append("Configurations:".ljust(57) + "Next Boot".ljust(16) + "New")
         out += [
-            " " * 9 + k.ljust(44) + show(k, nxt.get(k, 0)).ljust(16) + show(k, v) for k, v in changes.items()
+            " " * 9 + k.ljust(44) + show(k, nxt.get(k, 0)).ljust(15) + " " + show(k, v)
+            for k, v in changes.items()
         ]
         out.append("")
         answer = "y" if yes else (sys.stdin.readline().strip() if not sys.stdin.isatty() else "n")
