@@ -7,7 +7,6 @@ and `ipaddress` objects would cost more than the rest of the plan.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
 
 from clusterforge.spec.model import Cluster
 
@@ -20,8 +19,9 @@ def ip_str(value: int) -> str:
 class Allocator:
     """Hands out host addresses of one subnet in order, after the reserved ones, skipping taken ones."""
 
-    def __init__(self, net: ipaddress.IPv4Network, reserved: int,
-                 taken: set[ipaddress.IPv4Address] | None = None) -> None:
+    def __init__(
+        self, net: ipaddress.IPv4Network, reserved: int, taken: set[ipaddress.IPv4Address] | None = None
+    ) -> None:
         self.net = net
         self._next = int(net.network_address) + 1 + reserved
         self._last = int(net.broadcast_address) - 1
@@ -51,11 +51,17 @@ def mac(kind: int, ordinal: int) -> str:
     return f"02:cf:{ordinal >> 16:02x}:{kind:02x}:{(ordinal >> 8) & 255:02x}:{ordinal & 255:02x}"
 
 
-def management_ips(c: Cluster, names: list[str]) -> Iterator[str]:
-    """Management address per node (in `names` order): explicit per-node entries win."""
-    explicit = {n.name: n.management_ip for p in c.pools for n in p.nodes if n.management_ip is not None}
-    alloc = Allocator(c.addressing.management, c.addressing.reserved,
-                      {ip for ip in explicit.values() if ip is not None})
-    for name in names:
-        ip = explicit.get(name)
-        yield str(ip) if ip is not None else alloc.take_str()
+def management_ips(c: Cluster, names: list[str]) -> list[str]:
+    """Management address per node, `names` in cluster order: an explicit per-node `management_ip` wins;
+    otherwise node number `ordinal` gets host `reserved + 1 + ordinal` of the subnet. Addresses therefore do
+    not
+    move when another node is given an explicit one (the spec checks reject an explicit address that is the
+    automatic address of another node)."""
+    explicit = {n.name: str(n.management_ip) for p in c.pools for n in p.nodes if n.management_ip is not None}
+    first = auto_management_base(c)
+    return [explicit.get(name) or ip_str(first + i) for i, name in enumerate(names)]
+
+
+def auto_management_base(c: Cluster) -> int:
+    """Integer address of the automatic management address of node ordinal 0."""
+    return int(c.addressing.management.network_address) + 1 + c.addressing.reserved

@@ -72,8 +72,12 @@ def _skus(spec: Spec) -> dict[str, dict[str, Any]]:
     for name, sku in sorted(spec.skus.items()):
         d = sku.model_dump(mode="json")
         for key, value in sorted(overrides.get(name, {}).items()):
-            d["thresholds"][key] = {**d["thresholds"][key], "value": value,
-                                    "source": "spec override (certification.thresholds)", "marker": "override"}
+            d["thresholds"][key] = {
+                **d["thresholds"][key],
+                "value": value,
+                "source": "spec override (certification.thresholds)",
+                "marker": "override",
+            }
         out[name] = d
     return out
 
@@ -85,7 +89,7 @@ def _tuning(spec: Spec) -> dict[str, Any]:
 
 
 def _plan_fabrics(spec: Spec, fabric_nodes: dict[str, list[str]]) -> dict[str, Fabric]:
-    """Run the fat-tree engine per compute fabric; what it cannot wire is bad input, reported like the checks."""
+    """Run the fat-tree engine per compute fabric; what it cannot wire is bad input, reported like a check."""
     c = spec.cluster
     out: dict[str, Fabric] = {}
     problems = []
@@ -95,19 +99,39 @@ def _plan_fabrics(spec: Spec, fabric_nodes: dict[str, list[str]]) -> dict[str, F
             continue
         sku = spec.skus[next(p.sku for p in c.pools if p.fabric == fs.name)]
         try:
-            fab = plan_fabric(FabricInput(
-                name=fs.name, kind=fs.type, nodes=tuple(names), rails=sku.compute_nics.count, su_size=fs.su_size,
-                radix=fs.switch.radix, port_speed_gbps=fs.switch.port_speed_gbps, oversubscription=fs.ratio,
-                switch_model=fs.switch.model))
+            fab = plan_fabric(
+                FabricInput(
+                    name=fs.name,
+                    kind=fs.type,
+                    nodes=tuple(names),
+                    rails=sku.compute_nics.count,
+                    su_size=fs.su_size,
+                    radix=fs.switch.radix,
+                    port_speed_gbps=fs.switch.port_speed_gbps,
+                    oversubscription=fs.ratio,
+                    switch_model=fs.switch.model,
+                )
+            )
         except ValueError as exc:
-            problems.append(spec.problem(("fabrics", "compute", fi), "a fabric the rail-optimized fat-tree planner "
-                                         "can wire (docs/fabric.md)", str(exc), "follow the suggestion above"))
+            problems.append(
+                spec.problem(
+                    ("fabrics", "compute", fi),
+                    "a fabric the rail-optimized fat-tree planner can wire (docs/fabric.md)",
+                    str(exc),
+                    "follow the suggestion above",
+                )
+            )
             continue
         if fs.max_tiers is not None and fab.tiers > fs.max_tiers:
-            problems.append(spec.problem(
-                ("fabrics", "compute", fi, "max_tiers"), f"at most {fs.max_tiers} tier(s) for fabric '{fs.name}'",
-                f"{fab.tiers} tiers needed ({fab.leaves} leaves, {fab.endpoints} endpoints at radix {fab.radix})",
-                "raise max_tiers, use a higher-radix switch or split the fabric"))
+            problems.append(
+                spec.problem(
+                    ("fabrics", "compute", fi, "max_tiers"),
+                    f"at most {fs.max_tiers} tier(s) for fabric '{fs.name}'",
+                    f"{fab.tiers} tiers needed ({fab.leaves} leaves, {fab.endpoints} endpoints "
+                    f"at radix {fab.radix})",
+                    "raise max_tiers, use a higher-radix switch or split the fabric",
+                )
+            )
         out[fs.name] = fab
     if problems:
         raise InputError(problems, f"invalid cluster spec {spec.file}")
@@ -115,7 +139,9 @@ def _plan_fabrics(spec: Spec, fabric_nodes: dict[str, list[str]]) -> dict[str, F
 
 
 DIGEST_VERSION = "clusterforge-expectation/1"
-_DIGEST_RAIL = itemgetter("index", "hca", "netdev", "ip", "prefix", "mtu", "link_layer", "speed_gbps", "gpu", "numa")
+_DIGEST_RAIL = itemgetter(
+    "index", "hca", "netdev", "ip", "prefix", "mtu", "link_layer", "speed_gbps", "gpu", "numa"
+)
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -124,9 +150,19 @@ def expectation_digest(sku_digest: str, node: dict[str, Any]) -> str:
     overrides), tuning and software pins, plus its own name, management address and netdev, fabric type and,
     per rail, (index, hca, netdev, ip, prefix, mtu, link_layer, speed_gbps, gpu, numa) - as a JSON list in
     that fixed order, headed by DIGEST_VERSION."""
-    return hashlib.sha256(_encode([
-        DIGEST_VERSION, sku_digest, node["name"], node["mgmt_ip"], node["mgmt_netdev"], node["fabric_type"],
-        list(map(_DIGEST_RAIL, node["rails"]))]).encode("utf-8")).hexdigest()
+    return hashlib.sha256(
+        _encode(
+            [
+                DIGEST_VERSION,
+                sku_digest,
+                node["name"],
+                node["mgmt_ip"],
+                node["mgmt_netdev"],
+                node["fabric_type"],
+                list(map(_DIGEST_RAIL, node["rails"])),
+            ]
+        ).encode("utf-8")
+    ).hexdigest()
 
 
 def build_plan(spec: Spec) -> Plan:
@@ -139,7 +175,7 @@ def build_plan(spec: Spec) -> Plan:
     tuning = _tuning(spec)
     software = c.software.model_dump(mode="json")
     names = [s.name for s in slots]
-    mgmt = list(management_ips(c, names))
+    mgmt = management_ips(c, names)
     storage = Allocator(c.addressing.storage, c.addressing.reserved) if c.addressing.storage else None
     entries = {n.name: n for p in c.pools for n in p.nodes}
 
@@ -147,13 +183,20 @@ def build_plan(spec: Spec) -> Plan:
     for s in slots:
         fabric_nodes[pools[s.pool].fabric].append(s.name)
     fabrics = _plan_fabrics(spec, fabric_nodes)
-    rail_alloc = {f: [Allocator(net, c.addressing.reserved) for net in c.addressing.compute.get(f, [])]
-                  for f in fabrics}
-    su_of = {n: i // fabrics_spec[f].su_size + 1 for f, fnames in fabric_nodes.items() for i, n in enumerate(fnames)}
+    rail_alloc = {
+        f: [Allocator(net, c.addressing.reserved) for net in c.addressing.compute.get(f, [])] for f in fabrics
+    }
+    su_of = {
+        n: i // fabrics_spec[f].su_size + 1
+        for f, fnames in fabric_nodes.items()
+        for i, n in enumerate(fnames)
+    }
     racks_named = {r: rack_name(c, r) for r in sorted({s.rack for s in slots})}
     mgmt_prefix = c.addressing.management.prefixlen
 
-    sku_digest = {name: sha256_of({"sku": d, "tuning": tuning, "software": software}) for name, d in skus.items()}
+    sku_digest = {
+        name: sha256_of({"sku": d, "tuning": tuning, "software": software}) for name, d in skus.items()
+    }
     nodes: list[dict[str, Any]] = []
     pool_nodes: dict[str, list[str]] = {p: [] for p in pools}
     for s in slots:
@@ -171,16 +214,37 @@ def build_plan(spec: Spec) -> Plan:
         for r in nics.rails:
             leaf, port = node_ports[(s.name, r.rail)]
             alloc = allocs[r.rail]
-            rails.append({
-                "index": r.rail, "hca": r.hca, "port": 1, "netdev": r.netdev, "pci": r.pci, "gpu": r.gpu,
-                "numa": r.numa, "gpu_link": r.gpu_link, "ip": alloc.take_str(), "prefix": alloc.net.prefixlen,
-                "mtu": mtu, "link_layer": nics.link_layer, "speed_gbps": nics.speed_gbps,
-                "leaf": leaf, "leaf_port": port, "mac": macs.get(r.netdev) or mac(1 + r.rail, s.ordinal),
-            })
+            rails.append(
+                {
+                    "index": r.rail,
+                    "hca": r.hca,
+                    "port": 1,
+                    "netdev": r.netdev,
+                    "pci": r.pci,
+                    "gpu": r.gpu,
+                    "numa": r.numa,
+                    "gpu_link": r.gpu_link,
+                    "ip": alloc.take_str(),
+                    "prefix": alloc.net.prefixlen,
+                    "mtu": mtu,
+                    "link_layer": nics.link_layer,
+                    "speed_gbps": nics.speed_gbps,
+                    "leaf": leaf,
+                    "leaf_port": port,
+                    "mac": macs.get(r.netdev) or mac(1 + r.rail, s.ordinal),
+                }
+            )
         node: dict[str, Any] = {
-            "name": s.name, "pool": s.pool, "sku": pool.sku, "rack": racks_named[s.rack],
-            "su": su_of[s.name], "fabric": fname, "fabric_type": ftype, "ordinal": s.ordinal,
-            "mgmt_ip": mgmt[s.ordinal], "mgmt_prefix": mgmt_prefix,
+            "name": s.name,
+            "pool": s.pool,
+            "sku": pool.sku,
+            "rack": racks_named[s.rack],
+            "su": su_of[s.name],
+            "fabric": fname,
+            "fabric_type": ftype,
+            "ordinal": s.ordinal,
+            "mgmt_ip": mgmt[s.ordinal],
+            "mgmt_prefix": mgmt_prefix,
             "mgmt_netdev": sku.management_nic.netdev,
             "mgmt_mac": macs.get("mgmt") or mac(0, s.ordinal),
             "storage_ips": [storage.take_str()] if storage else [],
@@ -194,9 +258,9 @@ def build_plan(spec: Spec) -> Plan:
     racks: dict[str, dict[str, Any]] = {}
     power = {p.name: spec.skus[p.sku].node_power_kw for p in c.pools}
     for n in nodes:
-        r = racks.setdefault(n["rack"], {"name": n["rack"], "nodes": [], "power_kw": 0.0})
-        r["nodes"].append(n["name"])
-        r["power_kw"] = round(r["power_kw"] + power[n["pool"]], 3)
+        rack = racks.setdefault(n["rack"], {"name": n["rack"], "nodes": [], "power_kw": 0.0})
+        rack["nodes"].append(n["name"])
+        rack["power_kw"] = round(rack["power_kw"] + power[n["pool"]], 3)
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "cluster": c.metadata.name,
@@ -211,13 +275,21 @@ def build_plan(spec: Spec) -> Plan:
         "site": {"name": c.site.name, "power_kw_per_rack": c.site.racks.power_kw},
         "racks": list(racks.values()),
         "networks": {
-            "management": {**c.fabrics.management.model_dump(mode="json"), "cidr": str(c.addressing.management)},
-            "storage": ({**c.fabrics.storage.model_dump(mode="json"), "cidr": str(c.addressing.storage)}
-                        if c.fabrics.storage and c.addressing.storage else None),
+            "management": {
+                **c.fabrics.management.model_dump(mode="json"),
+                "cidr": str(c.addressing.management),
+            },
+            "storage": (
+                {**c.fabrics.storage.model_dump(mode="json"), "cidr": str(c.addressing.storage)}
+                if c.fabrics.storage and c.addressing.storage
+                else None
+            ),
             "compute": {f: [str(n) for n in nets] for f, nets in sorted(c.addressing.compute.items())},
         },
-        "pools": [{"name": p.name, "sku": p.sku, "fabric": p.fabric, "count": p.count,
-                   "nodes": pool_nodes[p.name]} for p in c.pools],
+        "pools": [
+            {"name": p.name, "sku": p.sku, "fabric": p.fabric, "count": p.count, "nodes": pool_nodes[p.name]}
+            for p in c.pools
+        ],
         "nodes": nodes,
         "fabrics": [fabric_doc(f, fabrics_spec[name].oversubscription) for name, f in fabrics.items()],
     }
@@ -228,19 +300,30 @@ def build_plan(spec: Spec) -> Plan:
 
 def fabric_doc(f: Fabric, requested: str) -> dict[str, Any]:
     return {
-        "name": f.name, "type": f.kind, "switch_model": f.switch_model, "radix": f.radix,
-        "port_speed_gbps": f.port_speed_gbps, "tiers": f.tiers, "scalable_units": f.scalable_units,
-        "su_size": f.su_size, "rails": f.rails, "nodes": f.nodes, "endpoints": f.endpoints,
+        "name": f.name,
+        "type": f.kind,
+        "switch_model": f.switch_model,
+        "radix": f.radix,
+        "port_speed_gbps": f.port_speed_gbps,
+        "tiers": f.tiers,
+        "scalable_units": f.scalable_units,
+        "su_size": f.su_size,
+        "rails": f.rails,
+        "nodes": f.nodes,
+        "endpoints": f.endpoints,
         "switches_count": {"leaf": f.leaves, "spine": f.spines, "core": f.cores},
         "oversubscription_requested": requested,
         "oversubscription": f"{f.oversubscription[0]}:{f.oversubscription[1]}",
-        "bisection_gbps": f.bisection_gbps, "max_switch_hops": f.max_switch_hops,
+        "bisection_gbps": f.bisection_gbps,
+        "max_switch_hops": f.max_switch_hops,
         "max_switch_hops_any_rail": f.max_switch_hops_any_rail,
         "switches": list(map(list, f.switches)),
         "switch_fields": ["name", "role", "su", "rail", "pod", "group", "position", "radix", "ports_used"],
         "links": list(map(list, f.links)),
         "link_fields": ["kind", "a_dev", "a_port", "b_dev", "b_port", "speed_gbps"],
         "failure_domains": {
-            "scalable_units": {str(i + 1): list(leaves) for i, leaves in enumerate(f.failure_domains.su_leaves)},
+            "scalable_units": {
+                str(i + 1): list(leaves) for i, leaves in enumerate(f.failure_domains.su_leaves)
+            },
         },
     }

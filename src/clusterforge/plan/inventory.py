@@ -63,7 +63,8 @@ def all_vars(plan: Plan) -> dict[str, Any]:
         "clusterforge_pool_manager": d["pool_manager"],
         "clusterforge_software": sw,
         "clusterforge_tuning": t,
-        "clusterforge_certification": d["certification"],
+        # threshold overrides are already merged into each SKU's clusterforge_sku_spec (group_vars/sku_*.yml)
+        "clusterforge_certification": {k: v for k, v in d["certification"].items() if k != "thresholds"},
         "clusterforge_rollout_serial": d["rollout"]["serial"],
         "clusterforge_rollout_max_fail_percentage": d["rollout"]["max_fail_percentage"],
         "os_tuning_cstate_max": t["cstate_max"],
@@ -97,13 +98,17 @@ def all_vars(plan: Plan) -> dict[str, Any]:
     }
     if d["target"] == "lab":
         root = f"{LAB_ROOT}/{d['cluster']}"
-        out.update({
-            "ansible_user": "root",
-            "ansible_ssh_private_key_file": f"{root}/ssh/id_ed25519",
-            "ansible_ssh_common_args": f"-o UserKnownHostsFile={root}/ssh/known_hosts -o StrictHostKeyChecking=yes",
-            "nvidia_gpu_apt_repo": LAB_APT_REPO,
-            "nvidia_gpu_apt_repo_trusted": True,
-        })
+        out.update(
+            {
+                "ansible_user": "root",
+                "ansible_ssh_private_key_file": f"{root}/ssh/id_ed25519",
+                "ansible_ssh_common_args": (
+                    f"-o UserKnownHostsFile={root}/ssh/known_hosts -o StrictHostKeyChecking=yes"
+                ),
+                "nvidia_gpu_apt_repo": LAB_APT_REPO,
+                "nvidia_gpu_apt_repo_trusted": True,
+            }
+        )
     return out
 
 

@@ -24,7 +24,6 @@ from clusterforge.plan.build import Plan
 from clusterforge.plan.inventory import all_vars, group_name, hosts_yml, roce_vars, sku_vars
 from clusterforge.plan.topology_svg import topology_dot
 
-
 _BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -89,7 +88,9 @@ def render_svg(dot: str) -> str:
     dot_bin = shutil.which("dot")
     if not dot_bin:
         raise FileNotFoundError("graphviz 'dot' not found")
-    out = subprocess.run([dot_bin, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [dot_bin, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=120, check=True
+    )
     return out.stdout
 
 

@@ -24,7 +24,9 @@ def _fabric_detail(f: Fabric, out: list[str]) -> None:
             shape = {"core": "box3d", "spine": "box", "leaf": "box"}[role]
             color = {"core": "#7b2cbf", "spine": "#1d4ed8", "leaf": "#0f766e"}[role]
             for n in names:
-                out.append(f"  {_q(n)} [shape={shape}, style=filled, fillcolor={_q(color)}, fontcolor=white];")
+                out.append(
+                    f"  {_q(n)} [shape={shape}, style=filled, fillcolor={_q(color)}, fontcolor=white];"
+                )
     pairs: Counter[tuple[str, str]] = Counter()
     nodes: set[str] = set()
     for link in f.links:
@@ -32,7 +34,7 @@ def _fabric_detail(f: Fabric, out: list[str]) -> None:
         if link.kind == "node-leaf":
             nodes.add(link.a_dev)
     for n in sorted(nodes):
-        out.append(f"  {_q(n)} [shape=component, style=filled, fillcolor=\"#f1f5f9\"];")
+        out.append(f'  {_q(n)} [shape=component, style=filled, fillcolor="#f1f5f9"];')
     for (a, b), k in sorted(pairs.items()):
         label = f" [label={_q(f'x{k}')}]" if k > 1 else ""
         out.append(f"  {_q(a)} -- {_q(b)}{label};")
@@ -54,11 +56,17 @@ def _fabric_summary(f: Fabric, out: list[str]) -> None:
 
 
 def topology_dot(plan: Plan) -> str:
-    out = ["graph clusterforge {", "  graph [rankdir=BT, splines=false, nodesep=0.15, ranksep=1.2, fontname=Helvetica];",
-           "  node [fontname=Helvetica, fontsize=10];", "  edge [color=\"#64748b\"];"]
+    out = [
+        "graph clusterforge {",
+        "  graph [rankdir=BT, splines=false, nodesep=0.15, ranksep=1.2, fontname=Helvetica];",
+        "  node [fontname=Helvetica, fontsize=10];",
+        '  edge [color="#64748b"];',
+    ]
     for i, f in enumerate(plan.fabrics.values()):
-        title = (f"{f.name}: {f.kind}, {f.tiers} tiers, {f.leaves} leaf / {f.spines} spine / {f.cores} core, "
-                 f"{f.nodes} nodes, bisection {f.bisection_gbps / 1000:g} Tb/s")
+        title = (
+            f"{f.name}: {f.kind}, {f.tiers} tiers, {f.leaves} leaf / {f.spines} spine / {f.cores} core, "
+            f"{f.nodes} nodes, bisection {f.bisection_gbps / 1000:g} Tb/s"
+        )
         out.append(f"  subgraph cluster_{i} {{ label={_q(title)};")
         if f.scalable_units <= DETAIL_MAX_SU:
             _fabric_detail(f, out)

@@ -5,8 +5,8 @@ under a second because it emits plain data directly and writes each mapping of s
 JSON-compatible flow mapping, which `json.dumps` renders in C. Output is YAML 1.1 as PyYAML and Ansible read
 it: `yaml.safe_load(dump(x)) == x` for dicts, lists, str, int, float, bool and None (tested with Hypothesis).
 
-Style: block mappings; short lists and mappings of scalars (a rail, a list of addresses) in flow style (`[a, b]`, `{k: v}`); strings
-plain when unambiguous, else double-quoted.
+Style: block mappings; short lists and mappings of scalars (a rail, a list of addresses) in flow style
+(`[a, b]`, `{k: v}`); strings plain when unambiguous, else double-quoted.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def _emit(value: Any, indent: int, out: list[str], keys: dict[Any, str]) -> None
             else:
                 first = len(out)
                 _emit(v, indent + 2, out, keys)
-                out[first] = f"{pad}- {out[first][indent + 2:]}"
+                out[first] = f"{pad}- {out[first][indent + 2 :]}"
     else:
         out.append(f"{pad}{scalar(value)}\n")
 

@@ -92,8 +92,9 @@ _FIXES = {
 }
 
 
-def _problems_from_validation(exc: ValidationError, doc: SourceDoc, model: type[BaseModel],
-                              prefix: PathKey = ()) -> list[Problem]:
+def _problems_from_validation(
+    exc: ValidationError, doc: SourceDoc, model: type[BaseModel], prefix: PathKey = ()
+) -> list[Problem]:
     out: list[Problem] = []
     for err in exc.errors():
         loc: PathKey = tuple(p for p in err["loc"] if isinstance(p, str | int))
@@ -181,18 +182,30 @@ def _validate_cluster(data: dict[str, Any], doc: SourceDoc) -> tuple[Cluster | N
 def _build(doc: SourceDoc) -> Spec:
     if not isinstance(doc.data, dict):
         found = "an empty file" if doc.data is None else f"a YAML {type(doc.data).__name__}"
-        raise InputError([Problem(doc.file, "", "a YAML mapping with apiVersion: clusterforge/v1, kind: Cluster, "
-                                  "metadata, target, skus, pools, site, fabrics, addressing, software", found,
-                                  "start from inventory/clusters/lab.yaml (docs/spec.md)", doc.line_of(()))],
-                         f"invalid cluster spec {doc.file}")
+        raise InputError(
+            [
+                Problem(
+                    doc.file,
+                    "",
+                    "a YAML mapping with apiVersion: clusterforge/v1, kind: Cluster, "
+                    "metadata, target, skus, pools, site, fabrics, addressing, software",
+                    found,
+                    "start from inventory/clusters/lab.yaml (docs/spec.md)",
+                    doc.line_of(()),
+                )
+            ],
+            f"invalid cluster spec {doc.file}",
+        )
     problems: list[Problem] = list(doc.problems)
     data, sku_probs, broken = _inline_skus(doc.data, doc)
     problems += sku_probs
     cluster, schema_probs = _validate_cluster(data, doc)
     problems += schema_probs
+    raw = data.get("skus")
+    entries: list[Any] = raw if isinstance(raw, list) else []
+    skus, resolve_probs = _resolve_skus(entries, doc, broken)
+    problems += resolve_probs
     if cluster is not None:
-        skus, resolve_probs = _resolve_skus(cluster, doc, broken)
-        problems += resolve_probs
         from clusterforge.spec.checks import cross_checks
 
         unresolved = broken | {e for e in cluster.skus if isinstance(e, str) and e not in skus}
@@ -213,27 +226,48 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
     return out
 
 
-def _resolve_skus(cluster: Cluster, doc: SourceDoc, broken: set[str]) -> tuple[dict[str, Sku], list[Problem]]:
+def _resolve_skus(
+    entries: list[Any], doc: SourceDoc, broken: set[str]
+) -> tuple[dict[str, Sku], list[Problem]]:
+    """Catalog names -> catalog SKUs, inline SKUs as validated; entries of other types are schema errors."""
     problems: list[Problem] = []
     skus: dict[str, Sku] = {}
     cat = catalog()
-    for i, entry in enumerate(cluster.skus):
+    for i, entry in enumerate(entries):
         path: PathKey = ("skus", i)
         if isinstance(entry, str):
             if entry in broken:
                 continue
             if entry not in cat:
                 near = difflib.get_close_matches(entry, list(cat), n=1, cutoff=0.5)
-                problems.append(Problem(doc.file, format_path(path),
-                                        f"a catalog SKU ({', '.join(sorted(cat))}) or an inline SKU mapping",
-                                        f"unknown SKU '{entry}'", f"did you mean '{near[0]}'?" if near else
-                                        "use a catalog name or define the SKU inline", doc.line_of(path)))
+                problems.append(
+                    Problem(
+                        doc.file,
+                        format_path(path),
+                        f"a catalog SKU ({', '.join(sorted(cat))}) or an inline SKU mapping",
+                        f"unknown SKU '{entry}'",
+                        f"did you mean '{near[0]}'?"
+                        if near
+                        else "use a catalog name or define the SKU inline",
+                        doc.line_of(path),
+                    )
+                )
                 continue
             sku = cat[entry]
-        else:
+        elif isinstance(entry, Sku):
             sku = entry
+        else:
+            continue
         if sku.name in skus:
-            problems.append(Problem(doc.file, format_path(path), "each SKU listed once",
-                                    f"'{sku.name}' twice", "remove the duplicate", doc.line_of(path)))
+            problems.append(
+                Problem(
+                    doc.file,
+                    format_path(path),
+                    "each SKU listed once",
+                    f"'{sku.name}' twice",
+                    "remove the duplicate",
+                    doc.line_of(path),
+                )
+            )
         skus[sku.name] = sku
     return skus, problems

@@ -130,8 +130,11 @@ class Addressing(_Strict):
     management: ipaddress.IPv4Network
     storage: ipaddress.IPv4Network | None = None
     compute: dict[str, list[ipaddress.IPv4Network]] = Field(
-        description="per compute fabric, one CIDR per rail (index = rail)")
-    reserved: int = Field(default=10, ge=1, description="addresses kept at the start of every subnet for infra")
+        description="per compute fabric, one CIDR per rail (index = rail)"
+    )
+    reserved: int = Field(
+        default=10, ge=1, description="addresses kept at the start of every subnet for infra"
+    )
     gateway: ipaddress.IPv4Address | None = None
 
 
@@ -212,9 +215,10 @@ Tier = Literal["quick", "full", "burnin"]
 
 
 class Certification(_Strict):
-    join_tiers: list[Tier] = Field(default_factory=lambda: ["quick"])
+    join_tiers: list[Tier] = Field(default_factory=lambda: list[Tier](["quick"]))
     thresholds: dict[str, dict[str, float]] = Field(
-        default_factory=dict, description="per SKU name: threshold name -> value overriding the catalog")
+        default_factory=dict, description="per SKU name: threshold name -> value overriding the catalog"
+    )
     validity_hours: int = Field(default=720, ge=1)
     perf_attempts: int = Field(default=3, ge=1, le=10)
     check_timeout_s: int = Field(default=60, ge=1)
@@ -225,7 +229,7 @@ class Certification(_Strict):
 class Cluster(_Strict):
     """The whole validated spec; `skus` resolved to full SKU models."""
 
-    apiVersion: Literal["clusterforge/v1"]  # noqa: N815 - the YAML key
+    apiVersion: Literal["clusterforge/v1"]
     kind: Literal["Cluster"]
     metadata: Metadata
     target: Literal["lab", "baremetal"]

@@ -131,29 +131,56 @@ def sku_problems(sku: Sku) -> list[SkuProblem]:
     rails = sku.compute_nics.rails
     for i, r in enumerate(rails):
         if r.rail != i:
-            out.append((("compute_nics", "rails", i, "rail"), f"rail {i} (rails numbered 0..{len(rails) - 1} in order)",
-                        str(r.rail), "number the rails 0, 1, 2, ... in list order"))
+            out.append(
+                (
+                    ("compute_nics", "rails", i, "rail"),
+                    f"rail {i} (rails numbered 0..{len(rails) - 1} in order)",
+                    str(r.rail),
+                    "number the rails 0, 1, 2, ... in list order",
+                )
+            )
         if r.gpu >= sku.gpu.count:
-            out.append((("compute_nics", "rails", i, "gpu"), f"a GPU index 0..{sku.gpu.count - 1} (gpu.count is "
-                        f"{sku.gpu.count})", str(r.gpu), "map the rail to the GPU that shares its PCIe switch"))
+            out.append(
+                (
+                    ("compute_nics", "rails", i, "gpu"),
+                    f"a GPU index 0..{sku.gpu.count - 1} (gpu.count is {sku.gpu.count})",
+                    str(r.gpu),
+                    "map the rail to the GPU that shares its PCIe switch",
+                )
+            )
         if r.numa >= sku.cpu.numa_nodes:
-            out.append((("compute_nics", "rails", i, "numa"), f"a NUMA node 0..{sku.cpu.numa_nodes - 1} "
-                        f"(cpu.numa_nodes is {sku.cpu.numa_nodes})", str(r.numa), "use the NIC's NUMA node"))
+            out.append(
+                (
+                    ("compute_nics", "rails", i, "numa"),
+                    f"a NUMA node 0..{sku.cpu.numa_nodes - 1} (cpu.numa_nodes is {sku.cpu.numa_nodes})",
+                    str(r.numa),
+                    "use the NIC's NUMA node",
+                )
+            )
     for attr in ("hca", "netdev", "pci"):
         seen: dict[str, int] = {}
         for i, r in enumerate(rails):
             v = getattr(r, attr)
             if v in seen:
-                out.append((("compute_nics", "rails", i, attr), f"a {attr} used by one rail only",
-                            f"'{v}' (also rail {seen[v]})", f"give every rail its own {attr}"))
+                out.append(
+                    (
+                        ("compute_nics", "rails", i, attr),
+                        f"a {attr} used by one rail only",
+                        f"'{v}' (also rail {seen[v]})",
+                        f"give every rail its own {attr}",
+                    )
+                )
             seen.setdefault(v, i)
     return out
 
 
 def _catalog_files() -> dict[str, str]:
     root = resources.files("clusterforge.spec") / "catalog"
-    return {f.name[: -len(".yaml")]: f.read_text(encoding="utf-8")
-            for f in root.iterdir() if f.name.endswith(".yaml")}
+    return {
+        f.name[: -len(".yaml")]: f.read_text(encoding="utf-8")
+        for f in root.iterdir()
+        if f.name.endswith(".yaml")
+    }
 
 
 @cache

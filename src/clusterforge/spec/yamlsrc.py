@@ -17,7 +17,7 @@ from clusterforge.errors import InputError, Problem
 
 PathKey = tuple[str | int, ...]
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -59,16 +59,29 @@ class _Composer:
                 line = knode.start_mark.line + 1
                 key = self._scalar(knode) if isinstance(knode, yaml.ScalarNode) else None
                 if key is None or not isinstance(key, str | int) or isinstance(key, bool):
-                    self.problems.append(Problem(
-                        self.file, format_path(path), "a plain string key",
-                        repr(key) if key is not None else "a complex key", "write the key as a plain word", line))
+                    self.problems.append(
+                        Problem(
+                            self.file,
+                            format_path(path),
+                            "a plain string key",
+                            repr(key) if key is not None else "a complex key",
+                            "write the key as a plain word",
+                            line,
+                        )
+                    )
                     continue
                 skey = str(key)
                 if skey in out:
-                    self.problems.append(Problem(
-                        self.file, format_path((*path, skey)), "each key once in a mapping",
-                        f"duplicate key '{skey}' (first at line {self.lines.get((*path, skey))})",
-                        "remove or merge the duplicate key", line))
+                    self.problems.append(
+                        Problem(
+                            self.file,
+                            format_path((*path, skey)),
+                            "each key once in a mapping",
+                            f"duplicate key '{skey}' (first at line {self.lines.get((*path, skey))})",
+                            "remove or merge the duplicate key",
+                            line,
+                        )
+                    )
                     continue
                 out[skey] = self.build(vnode, (*path, skey))
                 self.lines[(*path, skey)] = line
@@ -89,7 +102,6 @@ def format_path(path: PathKey) -> str:
     return out
 
 
-
 def load_yaml(path: Path | str) -> SourceDoc:
     """Read a YAML file; syntax errors become an InputError naming file and line."""
     p = Path(path)
@@ -101,8 +113,10 @@ def load_yaml(path: Path | str) -> SourceDoc:
             [Problem(file, "", "an existing spec file", "no such file", "check the path")], "cannot read spec"
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError([Problem(file, "", "a readable UTF-8 file", str(exc), "check the file and its permissions")],
-                         "cannot read spec") from None
+        raise InputError(
+            [Problem(file, "", "a readable UTF-8 file", str(exc), "check the file and its permissions")],
+            "cannot read spec",
+        ) from None
     return load_yaml_text(text, file)
 
 
@@ -114,17 +128,22 @@ def load_yaml_text(text: str, file: str = "<string>") -> SourceDoc:
         line = mark.line + 1 if mark else None
         what = " ".join(x for x in (exc.context, exc.problem) if x) or str(exc)
         raise InputError(
-            [Problem(file, "", "valid YAML", what, "fix the YAML syntax at that line", line)], "invalid YAML",
+            [Problem(file, "", "valid YAML", what, "fix the YAML syntax at that line", line)],
+            "invalid YAML",
         ) from None
     except yaml.YAMLError as exc:  # e.g. a non-printable character
-        raise InputError([Problem(file, "", "valid YAML", str(exc), "fix the YAML text")], "invalid YAML") from None
+        raise InputError(
+            [Problem(file, "", "valid YAML", str(exc), "fix the YAML text")], "invalid YAML"
+        ) from None
     if node is None:
         return SourceDoc(file, None)
     comp = _Composer(file)
     try:
         data = comp.build(node, ())
     except yaml.YAMLError as exc:  # a scalar that cannot be constructed (e.g. a bad timestamp)
-        raise InputError([Problem(file, "", "valid YAML values", str(exc), "fix the value")], "invalid YAML") from None
+        raise InputError(
+            [Problem(file, "", "valid YAML values", str(exc), "fix the value")], "invalid YAML"
+        ) from None
     finally:
         comp.close()
     return SourceDoc(file, data, comp.lines, comp.problems)

@@ -1,0 +1,48 @@
+"""Fixtures for the plan tests: example specs compiled once per session, and spec text mutation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from clusterforge.plan import Plan, build_plan
+from clusterforge.spec import load_spec, load_spec_text
+
+ROOT = Path(__file__).resolve().parents[3]
+CLUSTERS = ROOT / "inventory" / "clusters"
+
+
+@cache
+def _example(name: str) -> Plan:
+    return build_plan(load_spec(CLUSTERS / f"{name}.yaml"))
+
+
+@pytest.fixture(scope="session")
+def example() -> Callable[[str], Plan]:
+    """`example("lab")`: the plan of inventory/clusters/lab.yaml (built once)."""
+    return _example
+
+
+@pytest.fixture(scope="session")
+def spec_text() -> Callable[[str], str]:
+    return lambda name: (CLUSTERS / f"{name}.yaml").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def plan_text() -> Callable[[str], Plan]:
+    """`plan_text(yaml)`: the plan of a spec given as text."""
+    return lambda text: build_plan(load_spec_text(text, "test.yaml"))
+
+
+def _edit(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times"
+    return text.replace(old, new)
+
+
+@pytest.fixture(scope="session")
+def edit() -> Callable[[str, str, str], str]:
+    """`edit(text, old, new)`: replace the one occurrence of `old`."""
+    return _edit

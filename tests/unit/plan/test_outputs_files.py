@@ -1,0 +1,107 @@
+"""write_outputs: every file, cables and BOM that add up, and an all-or-nothing swap of the output folder."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+
+import pytest
+import yaml
+
+from clusterforge.plan import outputs
+from clusterforge.plan.outputs import bom_rows, cables_csv, plan_json_text, write_outputs
+from clusterforge.plan.summary import summary
+
+FILES = [
+    "bom.csv",
+    "cables.csv",
+    "group_vars/all.yml",
+    "group_vars/fabric_type_roce.yml",
+    "group_vars/sku_h100_sxm_8x400g_ib.yml",
+    "group_vars/sku_h100_sxm_8x400g_roce.yml",
+    "hosts.yml",
+    "plan.json",
+    "topology.dot",
+]
+
+
+def _tree(root) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_writes_every_file(example, tmp_path) -> None:
+    p = example("lab")
+    dest = write_outputs(p, tmp_path, svg=False)
+    assert dest == tmp_path / "lab"
+    assert sorted(_tree(dest)) == FILES
+    assert [x.name for x in tmp_path.iterdir()] == ["lab"]  # no temporary folders left
+    assert json.loads((dest / "plan.json").read_text()) == p.doc
+    assert (dest / "plan.json").read_text() == plan_json_text(p)
+    sku = yaml.safe_load((dest / "group_vars/sku_h100_sxm_8x400g_ib.yml").read_text())
+    assert sku["clusterforge_sku_spec"] == p.doc["skus"]["h100-sxm-8x400g-ib"]
+
+
+def test_cables_csv_lists_every_cable(example) -> None:
+    # h100-ib-1su: 32 nodes x 8 rails = 256 node-leaf cables, 8 leaves x 32 uplinks = 256 leaf-spine cables
+    rows = list(csv.DictReader(io.StringIO(cables_csv(example("h100-ib-1su")))))
+    assert len(rows) == 512
+    assert sum(r["kind"] == "node-leaf" for r in rows) == sum(r["kind"] == "leaf-spine" for r in rows) == 256
+    assert rows[0] == {
+        "fabric": "ib0",
+        "kind": "node-leaf",
+        "a_device": "gpu-0001",
+        "a_port": "0",
+        "b_device": "ib0-leaf-su0-r0",
+        "b_port": "1",
+        "speed_gbps": "400",
+    }
+    ends = [(r["b_device"], r["b_port"]) for r in rows] + [
+        (r["a_device"], r["a_port"]) for r in rows if r["kind"] != "node-leaf"
+    ]
+    assert len(set(ends)) == len(ends)  # no switch port is cabled twice
+
+
+def test_bom_adds_up_to_the_summary(example) -> None:
+    for name in ("lab", "b200-ib-16su"):
+        p = example(name)
+        s = summary(p)
+        bom = bom_rows(p)
+        total = {cat: sum(q for c, _, q in bom if c == cat) for cat in ("node", "switch", "cable")}
+        assert total["node"] == s["nodes"]
+        assert total["switch"] == sum(s["switches"].values())
+        assert total["cable"] == s["cables"]
+    assert ("switch", "QM9700 (infiniband core)", 64) in bom_rows(example("b200-ib-16su"))
+    assert ("cable", "spine-core 400G (infiniband)", 4096) in bom_rows(example("b200-ib-16su"))
+
+
+def test_failed_write_keeps_the_previous_outputs(example, tmp_path, monkeypatch) -> None:
+    write_outputs(example("lab"), tmp_path, svg=False)
+    before = _tree(tmp_path)
+
+    def boom(_plan):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(outputs, "bom_csv", boom)
+    with pytest.raises(RuntimeError):
+        write_outputs(example("lab"), tmp_path, svg=False)
+    assert _tree(tmp_path) == before
+    assert [x.name for x in tmp_path.iterdir()] == ["lab"]
+
+
+def test_rewrite_replaces_stale_files(example, tmp_path) -> None:
+    dest = write_outputs(example("lab"), tmp_path, svg=False)
+    (dest / "stale.txt").write_text("old")
+    write_outputs(example("lab"), tmp_path, svg=False)
+    assert not (dest / "stale.txt").exists()
+    assert sorted(_tree(dest)) == FILES
+
+
+@pytest.mark.skipif(
+    shutil.which("dot") is None, reason="Graphviz `dot` is not installed (apt install graphviz)"
+)
+def test_svg_is_rendered_with_graphviz(example, tmp_path) -> None:
+    dest = write_outputs(example("lab"), tmp_path, svg=True)
+    svg = (dest / "topology.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg

@@ -1,0 +1,49 @@
+"""Helpers for spec tests: mutate the lab spec as text (so line numbers stay meaningful) and load it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterforge.errors import InputError, Problem
+from clusterforge.spec import load_spec_text
+
+ROOT = Path(__file__).resolve().parents[3]
+CLUSTERS = ROOT / "inventory" / "clusters"
+LAB = (CLUSTERS / "lab.yaml").read_text(encoding="utf-8")
+FILE = "clusters/test.yaml"
+
+
+def edit(text: str, old: str, new: str) -> str:
+    """Replace the one occurrence of `old` (fails loudly if the fixture text changed)."""
+    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times"
+    return text.replace(old, new)
+
+
+def line_of(text: str, needle: str, nth: int = 1) -> int:
+    """1-based number of the nth line containing `needle`."""
+    hits = [i for i, line in enumerate(text.splitlines(), 1) if needle in line]
+    assert len(hits) >= nth, f"{needle!r} not found {nth} time(s)"
+    return hits[nth - 1]
+
+
+def problems(text: str) -> list[Problem]:
+    with pytest.raises(InputError) as info:
+        load_spec_text(text, FILE)
+    assert info.value.exit_code == 2
+    assert all(p.file == FILE for p in info.value.problems)
+    return info.value.problems
+
+
+def only(text: str) -> Problem:
+    """The single problem of `text` (a spec with exactly one mistake must yield exactly one report line)."""
+    found = problems(text)
+    assert len(found) == 1, "\n".join(p.render() for p in found)
+    return found[0]
+
+
+def at(found: list[Problem], path: str) -> Problem:
+    hits = [p for p in found if p.path == path]
+    assert len(hits) == 1, f"no single problem at {path}: " + "\n".join(p.render() for p in found)
+    return hits[0]
