@@ -200,7 +200,7 @@ set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export CLUSTERFORGE_DB="${{CLUSTERFORGE_DB:-{db}}}"
 NODE="$(hostname -s)"
-LOCK="/run/clusterforge-healthcheck.lock"
+LOCK="{lock}"
 exec 9>"$LOCK" || exit 0
 flock -n 9 || exit 0
 timeout --kill-after=30 {timeout_s} \\
@@ -222,6 +222,7 @@ def render_healthcheck_script(
     timeout_s: int = 900,
     db: str = "/var/lib/clusterforge/records.db",
     log: str = "/var/log/clusterforge-healthcheck.log",
+    lock: str = "/run/clusterforge-healthcheck.lock",
     extra_args: str = "",
 ) -> str:
     """The HealthCheckProgram wrapper (see docs/pool.md): `clusterforge certify --tier quick --limit
@@ -234,5 +235,6 @@ def render_healthcheck_script(
         timeout_s=timeout_s,
         db=db,
         log=log,
+        lock=lock,
         extra=f"{extra_args} " if extra_args else "",
     )

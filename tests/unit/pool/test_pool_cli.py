@@ -1,0 +1,110 @@
+"""`clusterforge pool` sub-app on the file manager: status, drain, admit (with holds and --force)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterforge.plan import build_plan
+from clusterforge.pool.cli import app, manager_for
+from clusterforge.pool.file import FilePool
+from clusterforge.pool.kubernetes import KubernetesPool
+from clusterforge.pool.slurm import SlurmPool
+from clusterforge.records import Store
+from clusterforge.records import certificate as cm
+from clusterforge.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def plan_doc() -> dict[str, Any]:
+    return dict(build_plan(load_spec(ROOT / "inventory/clusters/lab.yaml")).doc)
+
+
+@pytest.fixture
+def env(tmp_path: Path, plan_doc: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.delenv(cm.KEY_ENV, raising=False)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(plan_doc))
+    opts = ["--plan", str(plan), "--manager", "file", "--registry", str(tmp_path / "pool.json")]
+    return {"plan": plan_doc, "opts": opts, "db": tmp_path / "r.db", "registry": tmp_path / "pool.json"}
+
+
+def run(args: list[str]) -> Any:
+    return CliRunner().invoke(app, args)
+
+
+def certify(db: Path, plan: dict[str, Any], node: str, verdict: str) -> None:
+    digest = next(n for n in plan["nodes"] if n["name"] == node)["expectation_digest"]
+    status = "pass" if verdict == "pass" else "fail"
+    with Store(db) as store:
+        rid = store.start_run("certify", "lab", tier="quick")
+        cert = cm.build(
+            cluster="lab",
+            node=node,
+            expectation_digest=digest,
+            plan_hash=plan["plan_hash"],
+            tier="quick",
+            run_id=rid,
+            checks=[{"id": "gpu.ecc", "status": status, "expected": 0, "found": 0, "evidence": {}}],
+        )
+        store.record_certificate(cert)
+        store.add_node_result(rid, node, verdict, expectation_digest=digest)
+        store.finish_run(rid, "passed" if verdict == "pass" else "failed")
+
+
+def test_status_drain_admit(env: dict[str, Any]) -> None:
+    res = run(["status", *env["opts"]])
+    assert res.exit_code == 0 and res.output.splitlines()[0].split()[:2] == ["roce-01", "unknown"]
+    res = run(["drain", "ib-01", "--reason", "burn-in", *env["opts"], "--db", str(env["db"])])
+    assert res.exit_code == 0 and res.output == "ib-01: drained\n"
+    res = run(["status", "ib-01", "--json", *env["opts"]])
+    assert json.loads(res.output)[0]["reason"] == "clusterforge: burn-in"
+    res = run(["admit", "ib-01", *env["opts"], "--db", str(env["db"])])
+    assert res.exit_code == 3 and "ib-01: drained (clusterforge: no quick certificate)" in res.output
+    certify(env["db"], env["plan"], "ib-01", "pass")
+    res = run(["admit", "ib-01", *env["opts"], "--db", str(env["db"])])
+    assert res.exit_code == 0 and res.output == "ib-01: admitted\n"
+    state = FilePool(env["registry"]).status(["ib-01"])["ib-01"]
+    assert state.state == "idle" and state.labels["clusterforge.io/certified"] == "true"
+    with Store(env["db"]) as store:
+        assert [e.action for e in store.pool_events("ib-01")] == ["drain", "drain", "admit"]
+
+
+def test_flapping_node_is_held_until_forced(env: dict[str, Any]) -> None:
+    for verdict in ("fail", "pass", "fail", "pass"):
+        certify(env["db"], env["plan"], "ib-02", verdict)
+    args = ["admit", "ib-02", *env["opts"], "--db", str(env["db"])]
+    res = run(args)
+    assert res.exit_code == 3 and "ib-02: held (clusterforge: held for review (flapping))" in res.output
+    assert run(args).exit_code == 3  # still held on the next try, though the last certificate passed
+    res = run([*args, "--force"])
+    assert res.exit_code == 0 and res.output == "ib-02: admitted\n"
+    with Store(env["db"]) as store:
+        assert [e.action for e in store.pool_events("ib-02")] == ["hold", "hold", "override", "admit"]
+
+
+def test_bad_input(env: dict[str, Any], tmp_path: Path) -> None:
+    assert run(["admit", "nobody", *env["opts"], "--db", str(env["db"])]).exit_code == 2
+    assert run(["status", "--plan", str(tmp_path / "missing.json")]).exit_code == 2
+    (tmp_path / "x.json").write_text("{}")
+    assert run(["status", "--plan", str(tmp_path / "x.json")]).exit_code == 2
+    assert run(["status", *env["opts"][:2], "--manager", "pbs"]).exit_code == 2
+
+
+def test_manager_for_the_plan(
+    plan_doc: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/custom.conf")
+    pm = manager_for(plan_doc)
+    assert (
+        isinstance(pm, SlurmPool) and pm.env is not None and pm.env["SLURM_CONF"] == "/etc/slurm/custom.conf"
+    )
+    assert isinstance(manager_for(plan_doc, "kubernetes"), KubernetesPool)
+    fp = manager_for(plan_doc, "file", tmp_path / "p.json")
+    assert isinstance(fp, FilePool) and fp.path == tmp_path / "p.json"
