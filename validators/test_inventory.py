@@ -13,16 +13,22 @@ from clusterforge.hw.nvidia_smi import parse_q
 pytestmark = [pytest.mark.quick, pytest.mark.full, pytest.mark.burnin]
 
 DPKG = "dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'"
-PACKAGES = {"nccl": ("libnccl2",), "dcgm": ("datacenter-gpu-manager",), "rdma-core": ("rdma-core",),
-            "cuda": ("cuda-toolkit-", "cuda-runtime-", "cuda-cudart-")}
+PACKAGES = {
+    "nccl": ("libnccl2",),
+    "dcgm": ("datacenter-gpu-manager",),
+    "rdma-core": ("rdma-core",),
+    "cuda": ("cuda-toolkit-", "cuda-runtime-", "cuda-cudart-"),
+}
 
 
 def test_parts(node: NodeExpect, probe: Probe) -> None:
     """Every GPU's serial (nvidia-smi) and every rail NIC's node GUID (sysfs) is readable; recorded with the
     tool versions. The GUID stands for the NIC serial: it is burned into the adapter and unique."""
     q = probe.parse("nvidia-smi -q", parse_q)
-    gpus = [{"index": i, "bus_id": g.bus_id, "serial": g.serial, "uuid": g.uuid, "model": g.product_name}
-            for i, g in enumerate(q.gpus)]
+    gpus = [
+        {"index": i, "bus_id": g.bus_id, "serial": g.serial, "uuid": g.uuid, "model": g.product_name}
+        for i, g in enumerate(q.gpus)
+    ]
     missing = [g["bus_id"] for g in gpus if not g["serial"]]
     if missing:
         raise CheckError(f"no serial number reported for GPU(s) {', '.join(map(str, missing))}")
@@ -31,11 +37,17 @@ def test_parts(node: NodeExpect, probe: Probe) -> None:
     nics = [{"index": r.index, "hca": r.hca, "serial": by_hca[r.hca]} for r in node.rails if r.hca in by_hca]
     fw = {ca.name: ca.firmware_version for ca in probe.parse("ibstat", ibstat.parse)}
     pkgs = probe.parse(DPKG, readers.dpkg_list)
-    versions = {"nvidia_driver": q.driver_version, "cuda_driver_api": q.cuda_version or "",
-                "nic_firmware": ",".join(sorted(set(fw.values())))}
+    versions = {
+        "nvidia_driver": q.driver_version,
+        "cuda_driver_api": q.cuda_version or "",
+        "nic_firmware": ",".join(sorted(set(fw.values()))),
+    }
     for name, prefixes in PACKAGES.items():
-        found = sorted(v for p, v in pkgs.items() if any(p == x or (x.endswith("-") and p.startswith(x))
-                                                         or p.startswith(x + "-") for x in prefixes))
+        found = sorted(
+            v
+            for p, v in pkgs.items()
+            if any(p == x or (x.endswith("-") and p.startswith(x)) or p.startswith(x + "-") for x in prefixes)
+        )
         if found:
             versions[name] = found[-1]
     probe.note("parts", {"gpu": gpus, "nic": nics})

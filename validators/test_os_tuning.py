@@ -62,25 +62,36 @@ def _online(probe: Probe) -> list[int]:
     return probe.parse(f"cat {CPU}/online", readers.cpulist)
 
 
+IDLE_LISTING = (
+    f"cd {CPU} && set -- cpu[0-9]*/cpuidle/state[0-9]*/disable; "
+    'if [ ! -e "$1" ]; then cat cpuidle/current_driver; exit 0; fi; '
+    "grep -H -m1 '' cpu[0-9]*/cpuidle/state[0-9]*/disable cpu[0-9]*/cpuidle/state[0-9]*/name"
+)
+
+
+def _idle(text: str) -> dict[int, dict[int, readers.IdleState]] | str:
+    """Per-CPU idle states, or the cpuidle driver's name when no CPU has any."""
+    if ":" not in text:
+        return text.strip()
+    return readers.cpuidle(dict(line.split(":", 1) for line in text.splitlines() if ":" in line))
+
+
 def test_cstates(node: NodeExpect, probe: Probe) -> None:
     """Every idle state deeper than `cstate_max` is disabled on EVERY online CPU."""
     limit = int(node.tuning["cstate_max"])
-    out = probe.run(
-        f"cd {CPU} && set -- cpu[0-9]*/cpuidle/state[0-9]*/disable; "
-        f'if [ ! -e "$1" ]; then cat cpuidle/current_driver; exit 0; fi; '
-        "grep -H -m1 '' cpu[0-9]*/cpuidle/state[0-9]*/disable cpu[0-9]*/cpuidle/state[0-9]*/name"
-    )
+    states = probe.parse(IDLE_LISTING, _idle)
     online = _online(probe)
-    if ":" not in out:  # no per-CPU idle states at all: only a disabled cpuidle subsystem is acceptable
+    if isinstance(
+        states, str
+    ):  # no per-CPU idle states at all: only a disabled cpuidle subsystem is acceptable
         expect(
-            out.strip() == "none",
+            states == "none",
             "cpuidle",
             "per-CPU idle states, or cpuidle driver 'none'",
-            f"no idle states, driver {out.strip()!r}",
+            f"no idle states, driver {states!r}",
             hint("cstates", node.name),
         )
         return
-    states = readers.cpuidle(dict(line.split(":", 1) for line in out.splitlines() if ":" in line))
     bad: dict[str, str] = {}
     for cpu in online:
         if cpu not in states:

@@ -80,6 +80,7 @@ class CommandRecord:
     stdout: str = ""
     stderr: str = ""
     error: str = ""
+    cached: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -177,10 +178,10 @@ class Probe:
         if cache and key in self._cache:
             hit = self._cache[key]
             if isinstance(hit, CheckError):
-                self.log.append(CommandRecord(command, None, 0.0, error=f"(cached) {hit}"))
+                self.log.append(CommandRecord(command, None, 0.0, error=str(hit), cached=True))
                 raise hit
             rc, out, err = hit
-            self.log.append(CommandRecord(command, rc, 0.0, _short(out), _short(err)))
+            self.log.append(CommandRecord(command, rc, 0.0, cached=True))  # output: with its first run
         else:
             start = time.monotonic()
             try:

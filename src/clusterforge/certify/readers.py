@@ -26,8 +26,8 @@ def cpulist(text: str) -> list[int]:
     return cpus
 
 
-_CPU_STATE = re.compile(r"/cpu(?P<cpu>\d+)/cpuidle/state(?P<state>\d+)/(?P<attr>\w+)$")
-_CPU_FREQ = re.compile(r"/cpu(?P<cpu>\d+)/cpufreq/(?P<attr>\w+)$")
+_CPU_STATE = re.compile(r"(?:^|/)cpu(?P<cpu>\d+)/cpuidle/state(?P<state>\d+)/(?P<attr>\w+)$")
+_CPU_FREQ = re.compile(r"(?:^|/)cpu(?P<cpu>\d+)/cpufreq/(?P<attr>\w+)$")
 
 
 @dataclass(frozen=True)

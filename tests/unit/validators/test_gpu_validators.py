@@ -1,0 +1,109 @@
+"""GPU validators on a real 8x H100 `nvidia-smi -q` (shared/fixtures/real/
+nvidia-smi-q__h100x8-baremetal-535.161-gpud__1.txt, leptonai/gpud testdata per SOURCES.md) and real
+`topo -m` / kernel-log captures; faults are made by changing a copy of the capture in the test."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from clusterforge.certify.checks import CheckError, CheckFailed
+from clusterforge.certify.expect import NodeExpect
+
+from .conftest import FakeNode, real, validator
+
+gpu = validator("gpu")
+SMI = "nvidia-smi-q__h100x8-baremetal-535.161-gpud__1.txt"
+TOPO = "nvidia-smi-topo__h100x8-8nic-sglang30401__1.txt"
+
+
+def node_with(smi: str, **more: tuple[int, str]) -> FakeNode:
+    return FakeNode({"nvidia-smi -q": (0, smi), **more})
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "test_count",
+        "test_model",
+        "test_persistence_mode",
+        "test_ecc_mode",
+        "test_remapped_rows",
+        "test_ecc_errors",
+        "test_pcie",
+        "test_mig",
+    ],
+)
+def test_healthy_h100_passes(ib_node: NodeExpect, check: str) -> None:
+    getattr(gpu, check)(ib_node, node_with(real(SMI)))
+
+
+def test_driver_branch_differs_from_pin(ib_node: NodeExpect) -> None:
+    with pytest.raises(
+        CheckFailed,
+        match=r"driver branch: expected 570; found 535.161.08. Fix: run "
+        r"`clusterforge provision --tags gpu_driver --limit ib-01`",
+    ):
+        gpu.test_driver_branch(ib_node, node_with(real(SMI)))
+
+
+def test_missing_gpu_fails_count(ib_node: NodeExpect) -> None:
+    text = real(SMI)
+    first, second = [m.start() for m in re.finditer(r"^GPU 0000", text, re.M)][:2]
+    seven = text[:first] + text[second:]
+    with pytest.raises(CheckFailed, match=r"GPU count .*expected 8; found 7"):
+        gpu.test_count(ib_node, node_with(seven))
+
+
+def test_pending_remap_fails(ib_node: NodeExpect) -> None:
+    text = re.sub(r"(Remapped Rows\n(?:.*\n){2}\s+Pending\s+:) No", r"\1 Yes", real(SMI), count=1)
+    with pytest.raises(CheckFailed, match="remap pending=True"):
+        gpu.test_remapped_rows(ib_node, node_with(text))
+
+
+def test_active_hw_slowdown_fails(ib_node: NodeExpect) -> None:
+    text = re.sub(r"(        HW Slowdown\s+:) Not Active", r"\1 Active", real(SMI), count=1)
+    with pytest.raises(CheckFailed, match="HW Slowdown"):
+        gpu.test_clock_events(ib_node, node_with(text))
+
+
+def test_hung_nvidia_smi_is_error_for_every_gpu_check(ib_node: NodeExpect) -> None:
+    node = FakeNode({"nvidia-smi -q": (124, "")})
+    for check in (gpu.test_count, gpu.test_persistence_mode):
+        with pytest.raises(CheckError, match="hung"):
+            check(ib_node, node)
+    assert node.asked == ["nvidia-smi -q"]  # one timeout, not one per check
+
+
+def test_truncated_output_is_error(ib_node: NodeExpect) -> None:
+    with pytest.raises(CheckError, match="not recognised"):
+        gpu.test_count(ib_node, node_with(real(SMI)[:5000]))
+
+
+def test_topology(ib_node: NodeExpect) -> None:
+    gpu.test_topology(ib_node, FakeNode({"nvidia-smi topo -m": (0, real(TOPO))}))
+    broken = real(TOPO).replace("GPU0     X      NV18", "GPU0     X      NV12", 1)
+    broken = broken.replace("GPU1    NV18     X", "GPU1    NV12     X", 1)
+    with pytest.raises(CheckFailed, match="GPU0-GPU1=NV12"):
+        gpu.test_topology(ib_node, FakeNode({"nvidia-smi topo -m": (0, broken)}))
+
+
+def test_xid_fatal_in_kernel_log(ib_node: NodeExpect) -> None:
+    log = real("xid__535.161-dmesg-T-xid79-fallen-off-bus-crashdump-akash209__7.txt")
+    node = FakeNode({"dmesg": (0, log), "journalctl -k -b -q --no-pager -o short-iso": (0, "")})
+    with pytest.raises(CheckFailed, match=r"Xid 79 on 0000:a1:00 \(GPU has fallen off the bus; fatal\)"):
+        gpu.test_xid(ib_node, node)
+
+
+def test_xid_application_errors_pass(ib_node: NodeExpect) -> None:
+    log = real("xid__b200-b300-dmesg-T-xid13-mmu-fault-esr-trtllm15610__9.txt")
+    node = FakeNode({"dmesg": (0, log), "journalctl -k -b -q --no-pager -o short-iso": (1, "")})
+    gpu.test_xid(ib_node, node)
+    assert any("Xid 13" in x for x in node.notes["xids"])
+
+
+def test_xid_no_readable_log_is_error(ib_node: NodeExpect) -> None:
+    node = FakeNode({"dmesg": (1, "dmesg: read kernel buffer failed: Operation not permitted")})
+    with pytest.raises(CheckError, match="no kernel log could be read"):
+        gpu.test_xid(ib_node, node)

@@ -1,0 +1,118 @@
+"""OS tuning, software and NCCL validators on outputs in the formats the kernel / tools print."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterforge.certify.checks import CheckError, CheckFailed
+from clusterforge.certify.expect import NodeExpect
+
+from .conftest import FakeNode, validator
+
+os_tuning = validator("os_tuning")
+software = validator("software")
+nccl = validator("nccl")
+
+CPU = "/sys/devices/system/cpu"
+IDLE_CMD = os_tuning.IDLE_LISTING
+
+
+def idle(disabled: dict[tuple[int, int], str], cpus: int = 4) -> str:
+    names = ["POLL", "C1", "C1E", "C6"]
+    rows = [
+        f"cpu{c}/cpuidle/state{s}/disable:{disabled.get((c, s), '1' if s > 1 else '0')}"
+        for c in range(cpus)
+        for s in range(4)
+    ]
+    rows += [f"cpu{c}/cpuidle/state{s}/name:{names[s]}" for c in range(cpus) for s in range(4)]
+    return "\n".join(rows) + "\n"
+
+
+def test_cstates_checked_on_every_cpu(ib_node: NodeExpect) -> None:
+    online = {f"cat {CPU}/online": (0, "0-3\n")}
+    os_tuning.test_cstates(ib_node, FakeNode({IDLE_CMD: (0, idle({})), **online}))
+    with pytest.raises(
+        CheckFailed,
+        match=r"found cpu3=C6 enabled. Fix: run `clusterforge provision --tags "
+        r"cstates --limit ib-01` \(role os_tuning\)",
+    ):
+        os_tuning.test_cstates(ib_node, FakeNode({IDLE_CMD: (0, idle({(3, 3): "0"})), **online}))
+    with pytest.raises(CheckFailed, match="cpu2=no cpuidle states"):
+        os_tuning.test_cstates(
+            ib_node, FakeNode({IDLE_CMD: (0, idle({}, cpus=2)), f"cat {CPU}/online": (0, "0-2\n")})
+        )
+
+
+def test_cmdline_follows_the_cpu_vendor(ib_node: NodeExpect) -> None:
+    base = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro iommu=pt default_hugepagesz=1G hugepagesz=1G hugepages=16"
+    vendor = "grep -m1 '^vendor_id' /proc/cpuinfo"
+    amd = {vendor: (0, "vendor_id\t: AuthenticAMD\n")}
+    os_tuning.test_cmdline(
+        ib_node, FakeNode({"cat /proc/cmdline": (0, base + " processor.max_cstate=1\n"), **amd})
+    )
+    intel = {vendor: (0, "vendor_id\t: GenuineIntel\n")}
+    with pytest.raises(CheckFailed, match=r"intel_idle.max_cstate=<absent>"):
+        os_tuning.test_cmdline(
+            ib_node, FakeNode({"cat /proc/cmdline": (0, base + " processor.max_cstate=1\n"), **intel})
+        )
+
+
+def test_governor_every_cpu(ib_node: NodeExpect) -> None:
+    cmd = f"grep -H -m1 '' {CPU}/cpu[0-9]*/cpufreq/scaling_governor"
+    out = "".join(
+        f"{CPU}/cpu{c}/cpufreq/scaling_governor:{'performance' if c else 'powersave'}\n" for c in range(4)
+    )
+    with pytest.raises(CheckFailed, match="cpu0=powersave"):
+        os_tuning.test_governor(ib_node, FakeNode({cmd: (0, out), f"cat {CPU}/online": (0, "0-3\n")}))
+
+
+def test_memlock(ib_node: NodeExpect) -> None:
+    cmd = (
+        'for f in /etc/security/limits.conf /etc/security/limits.d/*.conf; do [ -f "$f" ] && { echo "==> '
+        '$f <=="; cat "$f"; }; done; true'
+    )
+    conf = (
+        "==> /etc/security/limits.d/90-clusterforge-memlock.conf <==\n*    soft    memlock    unlimited\n"
+        "*    hard    memlock    unlimited\n"
+    )
+    os_tuning.test_memlock_login(ib_node, FakeNode({cmd: (0, conf)}))
+    with pytest.raises(CheckFailed, match="soft=unset hard=unset"):
+        os_tuning.test_memlock_login(ib_node, FakeNode({cmd: (0, "")}))
+    show = "systemctl show -p DefaultLimitMEMLOCK"
+    os_tuning.test_memlock_systemd(ib_node, FakeNode({show: (0, "DefaultLimitMEMLOCK=infinity\n")}))
+    with pytest.raises(CheckFailed, match="expected infinity; found 8388608"):
+        os_tuning.test_memlock_systemd(ib_node, FakeNode({show: (0, "DefaultLimitMEMLOCK=8388608\n")}))
+
+
+def test_packages_against_pins(ib_node: NodeExpect) -> None:
+    dpkg = software.DPKG
+    listing = (
+        "libnccl2\t2.26.2-1+cuda12.8\tii \nrdma-core\t44.0-2\tii \n"
+        "datacenter-gpu-manager-4-core\t1:4.2.3-1\tii \nlibnccl-dev\t2.26.2-1+cuda12.8\trc \n"
+    )
+    node = FakeNode({dpkg: (0, listing)})
+    software.test_nccl(ib_node, node)
+    software.test_rdma_core(ib_node, node)
+    software.test_dcgm(ib_node, node)
+    with pytest.raises(CheckFailed, match=r"NCCL \(libnccl2\): expected 2.26.2; found libnccl2 2.25.1-1"):
+        software.test_nccl(ib_node, FakeNode({dpkg: (0, listing.replace("2.26.2-1", "2.25.1-1", 1))}))
+    with pytest.raises(CheckError, match="dpkg-query` is not installed"):
+        software.test_nccl(ib_node, FakeNode({}))
+
+
+def test_nccl_conf(roce_node: NodeExpect) -> None:
+    node = roce_node.__class__(
+        **{
+            **roce_node.__dict__,
+            "knobs": {"nccl_net_gdr_level": "PXB", "nccl_ib_gid_index": 3, "nccl_ib_tc": 106},
+        }
+    )
+    cmd = "if [ -f /etc/nccl.conf ]; then cat /etc/nccl.conf; fi"
+    conf = (
+        "# managed\nNCCL_SOCKET_IFNAME==mgmt0\nNCCL_NET_GDR_LEVEL=PXB\nNCCL_IB_GID_INDEX=3\nNCCL_IB_TC=106\n"
+    )
+    nccl.test_conf(node, FakeNode({cmd: (0, conf)}))
+    with pytest.raises(CheckFailed, match="NCCL_IB_TC=<absent>"):
+        nccl.test_conf(node, FakeNode({cmd: (0, conf.replace("NCCL_IB_TC=106\n", ""))}))
+    with pytest.raises(CheckFailed, match="NCCL_SOCKET_IFNAME=<absent>"):
+        nccl.test_conf(node, FakeNode({cmd: (0, "")}))

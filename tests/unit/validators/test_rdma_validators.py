@@ -1,0 +1,109 @@
+"""RDMA validators on real captures: `ibstat` of 8x CX-7 NDR (shared/fixtures/real/
+ibstat__h100-cx7-ib400x8-eth200-gpud__4.txt, leptonai/gpud per SOURCES.md; its HCAs are mlx5_0,1,4-9) and
+`mlnx_qos` with PFC on priority 3 (mlnx_qos__cx5-roce-fw-controlled-dcbx-ets-pfc3-pve-blog__3.txt)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterforge.certify.checks import CheckError, CheckFailed
+from clusterforge.certify.expect import NodeExpect
+
+from .conftest import FakeNode, real, validator
+
+rdma = validator("rdma")
+IBSTAT = "ibstat__h100-cx7-ib400x8-eth200-gpud__4.txt"
+QOS = "mlnx_qos__cx5-roce-fw-controlled-dcbx-ets-pfc3-pve-blog__3.txt"
+
+
+def test_port_active_at_rate(ib_node: NodeExpect) -> None:
+    node = FakeNode({"ibstat": (0, real(IBSTAT))})
+    rdma.test_hca(ib_node, node, 0)
+    rdma.test_port(ib_node, node, 0)
+
+
+def test_missing_hca_fails(ib_node: NodeExpect) -> None:
+    with pytest.raises(CheckFailed, match=r"rail 2 HCA: expected mlx5_2 present; found absent .*Fix: reseat"):
+        rdma.test_hca(ib_node, FakeNode({"ibstat": (0, real(IBSTAT))}), 2)
+
+
+def test_half_rate_port_fails_with_link_fix(ib_node: NodeExpect) -> None:
+    text = real(IBSTAT).replace("Rate: 400", "Rate: 200", 1)
+    with pytest.raises(
+        CheckFailed,
+        match=r"expected Active/LinkUp 400 Gb/s InfiniBand; found Active/LinkUp "
+        r"200 Gb/s InfiniBand. Fix: check the cable",
+    ):
+        rdma.test_port(ib_node, FakeNode({"ibstat": (0, text)}), 0)
+
+
+def test_ibstat_panic_is_error(ib_node: NodeExpect) -> None:
+    with pytest.raises(CheckError, match="ibpanic"):
+        rdma.test_port(
+            ib_node,
+            FakeNode(
+                {
+                    "ibstat": (
+                        0,
+                        "ibpanic: [1234] main: stat of IB device 'mlx5_0' "
+                        "failed: No such file or directory\n",
+                    )
+                }
+            ),
+            0,
+        )
+
+
+def test_roce_qos(roce_node: NodeExpect) -> None:
+    netdev = roce_node.rail(0).netdev
+    rdma.test_roce_qos(roce_node, FakeNode({f"mlnx_qos -i {netdev}": (0, real(QOS))}), 0)
+    pfc_off = real(QOS).replace("enabled     0   0   0   1", "enabled     0   0   0   0", 1)
+    with pytest.raises(
+        CheckFailed,
+        match=r"found trust dscp, PFC on \[\], 26->3 48->6. Fix: run `clusterforge "
+        r"provision --tags roce_qos --limit roce-01` \(role rdma\)",
+    ):
+        rdma.test_roce_qos(roce_node, FakeNode({f"mlnx_qos -i {netdev}": (0, pfc_off)}), 0)
+
+
+def test_netdev_and_mtu(roce_node: NodeExpect) -> None:
+    r = roce_node.rail(1)
+    base = {
+        f"[ -e /sys/class/net/{r.netdev} ] && echo yes || echo no": (0, "yes\n"),
+        f"cat /sys/class/net/{r.netdev}/operstate": (0, "up\n"),
+        f"ip -o -4 addr show dev {r.netdev}": (0, f"5: {r.netdev}    inet {r.ip}/{r.prefix} scope global\n"),
+    }
+    rdma.test_netdev(roce_node, FakeNode({**base, f"cat /sys/class/net/{r.netdev}/mtu": (0, "9000\n")}), 1)
+    with pytest.raises(CheckFailed, match=r"mtu 1500. Fix: run `clusterforge provision --tags network"):
+        rdma.test_netdev(
+            roce_node, FakeNode({**base, f"cat /sys/class/net/{r.netdev}/mtu": (0, "1500\n")}), 1
+        )
+
+
+def test_roce_gid(roce_node: NodeExpect) -> None:
+    r = roce_node.rail(0)
+    base = f"/sys/class/infiniband/{r.hca}/ports/1"
+    assert rdma.roce_gid("10.245.0.11") == "0000:0000:0000:0000:0000:ffff:0af5:000b"
+    node = roce_node.__class__(**{**roce_node.__dict__, "knobs": {"nccl_ib_gid_index": 3}})
+    answers = {
+        f"cat {base}/gids/3": (0, rdma.roce_gid(r.ip) + "\n"),
+        f"cat {base}/gid_attrs/types/3": (0, "RoCE v2\n"),
+        f"cat {base}/gid_attrs/ndevs/3 2>/dev/null || true": (0, r.netdev + "\n"),
+    }
+    rdma.test_roce_gid(node, FakeNode(answers), 0)
+    with pytest.raises(CheckError, match="no configured RoCE GID index"):
+        rdma.test_roce_gid(roce_node, FakeNode(answers), 0)
+
+
+def test_error_counters(ib_node: NodeExpect) -> None:
+    r = ib_node.rail(0)
+    base = f"/sys/class/infiniband/{r.hca}/ports/1/counters"
+    good = "\n".join(
+        f"{base}/{c}:0" for c in ("symbol_error", "link_downed", "port_rcv_errors", "port_xmit_data")
+    )
+    cmd = f"grep -H -m1 '' {base}/*"
+    rdma.test_error_counters(ib_node, FakeNode({cmd: (0, good)}), 0)
+    with pytest.raises(CheckFailed, match="symbol_error=5000"):
+        rdma.test_error_counters(
+            ib_node, FakeNode({cmd: (0, good.replace("symbol_error:0", "symbol_error:5000"))}), 0
+        )
