@@ -7,6 +7,8 @@ import copy
 import io
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -131,8 +133,6 @@ class SimNode:
 
     def reboot(self) -> None:
         """What a node reboot does: /run is a fresh tmpfs, then the boot unit runs."""
-        import shutil
-
         with self.env():
             shutil.rmtree(paths.p(paths.RUN), ignore_errors=True)
             for d in ("sys", "proc"):
@@ -167,15 +167,29 @@ class SimNode:
 
 
 @pytest.fixture
-def node(tmp_path: Path) -> SimNode:
-    return SimNode(tmp_path / "roce", "h100-sxm-8x400g-roce")
+def simroot(tmp_path: Path) -> Iterator[Path]:
+    """A node root on tmpfs when there is one (a booted view is ~1400 small files, as in the node's tmpfs)."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    d = Path(tempfile.mkdtemp(prefix="cf-sim-", dir=shm))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
-def ibnode(tmp_path: Path) -> SimNode:
-    return SimNode(tmp_path / "ib", "h100-sxm-8x400g-ib")
+def node(simroot: Path) -> SimNode:
+    return SimNode(simroot / "roce", "h100-sxm-8x400g-roce")
 
 
 @pytest.fixture
-def a100(tmp_path: Path) -> SimNode:
-    return SimNode(tmp_path / "a100", "a100-sxm-8x200g-hdr")
+def ibnode(simroot: Path) -> SimNode:
+    return SimNode(simroot / "ib", "h100-sxm-8x400g-ib")
+
+
+@pytest.fixture
+def a100(simroot: Path) -> SimNode:
+    return SimNode(simroot / "a100", "a100-sxm-8x200g-hdr")

@@ -120,8 +120,16 @@ def _mounted_overlay(target: str) -> bool:
 
 
 def bind_file(src: str, target: str) -> None:
-    if paths.in_node() and not _bound(target):
-        _run(["mount", "--bind", src, target])
+    """Bind-mount src over target (inside a node); under a test root a symlink stands in for the mount."""
+    if paths.in_node():
+        if not _bound(target):
+            _run(["mount", "--bind", src, target])
+        return
+    link = paths.p(target)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(paths.p(src))
 
 
 def _bound(target: str) -> bool:
@@ -161,10 +169,10 @@ def meminfo(st: dict[str, Any], host: str) -> str:
         "Hugetlb": f"{sum(int(s) * c for s, c in pools.items()):>8} kB",
     }
     out = []
-    for line in (host or "MemTotal:       16384000 kB\n").splitlines():
+    for line in (host or "MemTotal:       16384000 kB\nMemFree:        15000000 kB\n").splitlines():
         key = line.split(":", 1)[0]
-        out.append(f"{key}:{huge.pop(key)}" if key in huge else line)
-    out += [f"{k}:{v}" for k, v in huge.items()]
+        out.append(f"{key + ':':<16}{huge.pop(key)}" if key in huge else line)
+    out += [f"{k + ':':<16}{v}" for k, v in huge.items()]
     return "\n".join(out) + "\n"
 
 
