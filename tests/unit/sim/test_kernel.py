@@ -74,7 +74,7 @@ def test_modules(node: SimNode) -> None:
 
 def test_rdma_views(node: SimNode, ibnode: SimNode) -> None:
     ecn = "/sys/class/net/enp24s0np0/ecn"  # a symlink into the /sys/devices/virtual/net overlay on a node
-    assert node.read(f"/sys/devices/virtual/net/enp24s0np0/ecn/roce_np/enable/3").strip() == "0"
+    assert node.read("/sys/devices/virtual/net/enp24s0np0/ecn/roce_np/enable/3").strip() == "0"
     assert (node.root / "sys/devices/virtual/net/enp24s0np0/ecn/roce_rp/enable/7").exists()
     assert ecn and not (ibnode.root / "sys/devices/virtual/net/ibp24s0/ecn").exists()  # ECN knobs are RoCE's
     cm = node.root / "sys/kernel/config/rdma_cm"
