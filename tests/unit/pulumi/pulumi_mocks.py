@@ -46,6 +46,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     resources: list[Recorded] = field(default_factory=list)
     index: dict[tuple[str, str], Recorded] = field(default_factory=dict)
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # URN -> registered outputs
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         rec = Recorded(args.typ, args.name, dict(args.inputs), bool(args.custom))
@@ -65,6 +66,9 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def parent_of(self, r: Recorded) -> Recorded | None:
         return self.by_urn().get(r.parent)
 
+    def outputs_of(self, typ: str, name: str) -> dict[str, Any]:
+        return self.outputs[self.index[(typ, name)].urn]
+
 
 class RecordingMonitor(MockMonitor):
     """Adds what MockResourceArgs leaves out: parent URN, dependencies, deleteBeforeReplace."""
@@ -81,6 +85,12 @@ class RecordingMonitor(MockMonitor):
             rec.dependencies = list(request.dependencies)
             rec.delete_before_replace = bool(request.deleteBeforeReplace)
         return response
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:  # what a component's register_outputs sends
+        from pulumi.runtime import rpc
+
+        self.recording.outputs[request.urn] = dict(rpc.deserialize_properties(request.outputs))
+        return super().RegisterResourceOutputs(request)
 
 
 def spec_config(spec: str, **extra: str) -> dict[str, str]:

@@ -90,3 +90,33 @@ def test_roce_switch_push_is_a_child_command_with_a_secret_password(
     assert "nv config patch" in cmds[0].inputs["create"]
     assert "qos:" in stdin and "'26':" in stdin
     assert secret, "the switch password must stay a secret inside the connection"
+
+
+def test_bare_metal_nodes_record_the_declared_facts(stack: Callable[..., RecordingMocks]) -> None:
+    mocks = stack(
+        spec_config("tests/unit/pulumi/fixtures/bm-small.yaml", bmcUsername="root", bmcPassword="pw-9"),
+        secrets=["clusterforge:bmcPassword"],
+    )
+    run_stack()
+    gpu01 = mocks.outputs_of(T + "GpuNode", "gpu-01")
+    # from the spec's pools[].nodes[] entry: management IP, MAC and BMC as declared
+    assert (gpu01["mgmt_ip"], gpu01["mgmt_mac"]) == ("10.10.0.21", "0c:42:a1:00:00:01")
+    assert gpu01["bmc"] == {"address": "10.10.1.11", "vendor": "dell"}
+    assert gpu01["target"] == "baremetal" and len(gpu01["rails"]) == 8
+    plan = build_plan(load_spec(REPO / "tests/unit/pulumi/fixtures/bm-small.yaml"))
+    assert gpu01["expectation_digest"] == plan.node("gpu-01")["expectation_digest"]
+    creds = gpu01["bmc_credentials"]  # the engine receives it wrapped as a secret
+    assert creds[rpc._special_sig_key] == rpc._special_secret_sig
+    assert creds["value"] == {"address": "10.10.1.11", "username": "root", "password": "pw-9"}
+    assert "pw-9" not in str({k: v for k, v in gpu01.items() if k != "bmc_credentials"})
+
+    mgmt = mocks.outputs_of(T + "ManagementNetwork", "bm-small-mgmt")
+    assert mgmt["addresses"] == {"gpu-01": "10.10.0.21", "gpu-02": plan.node("gpu-02")["mgmt_ip"]}
+    fabric = mocks.outputs_of(T + "ComputeFabric", "roce0")
+    assert fabric["qos"]["host"]["dscp"] == 26 and fabric["switches_count"] == {
+        "leaf": 8,
+        "spine": 2,
+        "core": 0,
+    }
+    leaf = mocks.outputs_of(T + "FabricSwitch", "roce0-leaf-su0-r0")
+    assert leaf["role"] == "leaf" and len(leaf["config_digest"]) == 64
