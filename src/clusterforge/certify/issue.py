@@ -150,6 +150,16 @@ class Recorder:
         self.store.finish_run(self.run_id, status, message)
 
     def issue(self, res: NodeResult, node: NodeExpect, tier: str) -> dict[str, Any] | None:
+        """The node's certificate for ``tier``; a full run also issues the quick certificate (its checks
+        are a superset), so it counts where the policy requires quick."""
+        cert = self._issue(res, node, tier, res.checks)
+        if cert is not None and tier == "full":
+            self._issue(res, node, "quick", [c for c in res.checks if "quick" in c.tiers])
+        return cert
+
+    def _issue(
+        self, res: NodeResult, node: NodeExpect, tier: str, checks: list[CheckResult]
+    ) -> dict[str, Any] | None:
         """Seal and write the node's certificate; none when its run did not complete (never a false pass)."""
         if not res.complete or res.unreachable:
             return None
@@ -162,7 +172,7 @@ class Recorder:
             expectation_digest=node.digest,
             plan_hash=node.plan_hash,
             tier=tier,
-            checks=cert_checks(res.checks),
+            checks=cert_checks(checks),
             tool_versions=tool_versions_of(res),
             gpu_serials=[
                 {"index": g["index"], "serial": g["serial"], "bus_id": g.get("bus_id")} for g in parts["gpu"]
@@ -173,6 +183,7 @@ class Recorder:
             validity_hours=float(node.certification.get("validity_hours", 720)),
             run_id=self.run_id,
         )
-        self.cert_paths[res.node] = self.store.issue_certificate(cert)
-        self.certificates[res.node] = cert
+        path = self.store.issue_certificate(cert)
+        self.cert_paths.setdefault(res.node, path)
+        self.certificates.setdefault(res.node, cert)
         return cert

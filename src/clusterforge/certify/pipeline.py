@@ -100,14 +100,15 @@ def certify_flow(
     rec.finish("passed" if ok else "failed", json.dumps(summary(results)))
     actions: dict[str, str] = {}
     for name, res in results.items():
-        cert = rec.issue(res, expects[name], tier)
+        rec.issue(res, expects[name], tier)
         if pool is None:
             continue
-        decision = admission.decide(expects[name], res, cert, tier, rec.store)
-        if admit or (tier == "full" and not decision.admit):
-            actions[name] = admission.apply(pool, decision, cert, rec.store, rec.run_id)
-        elif tier == "full" and pool.resume(name):  # full without --admit: back as it was, on a pass only
-            actions[name] = "resumed"
+        if admit:
+            actions[name] = admission.admit_or_drain(doc, res, pool, rec.store, rec.run_id)
+        elif res.verdict == "pass":  # full without --admit: back in the pool on a pass only
+            actions[name] = "resumed" if pool.resume(name) else "-"
+        else:
+            actions[name] = admission.admit_or_drain(doc, res, pool, rec.store, rec.run_id)
     _report(console, doc, tier, rec, results, actions, started, outputs)
     return int(ExitCode.OK if ok else ExitCode.NOT_AS_DECLARED)
 

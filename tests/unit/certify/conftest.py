@@ -54,7 +54,7 @@ def node_result(
     complete: bool = True,
     attempts: list[dict[str, Any]] | None = None,
 ) -> NodeResult:
-    checks = [CheckResult(node, "inventory.parts", "pass", evidence=PARTS)]
+    checks = [CheckResult(node, "inventory.parts", "pass", evidence=PARTS, tiers=["quick", "full", "burnin"])]
     for cid, status in statuses.items():
         ev: dict[str, Any] = {"commands": [{"command": "x", "rc": 0}]}
         if attempts and cid.startswith("performance"):
