@@ -40,6 +40,19 @@ def read_stack_outputs(
             "the Pulumi CLI is not installed (no `pulumi` on PATH): install it from "
             "https://www.pulumi.com/docs/install/ , or write the inventory with `clusterforge plan SPEC`"
         )
+    if not (cwd / "Pulumi.yaml").is_file():
+        raise InputError(
+            [
+                Problem(
+                    str(cwd),
+                    "",
+                    "a Pulumi project (Pulumi.yaml)",
+                    "none",
+                    "run from the repository root or pass --stack-dir stacks/cluster",
+                )
+            ],
+            "no Pulumi project",
+        )
     argv = [exe, "stack", "output", "--json", "--non-interactive"]
     if stack:
         argv += ["--stack", stack]

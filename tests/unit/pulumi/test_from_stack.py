@@ -87,6 +87,7 @@ def test_cli_runs_pulumi_and_keeps_other_files(tmp_path: Path) -> None:
     (out / "bm-small" / "group_vars" / "stale.yml").write_text("x: 1\n")
     stack_dir = tmp_path / "project"
     stack_dir.mkdir()
+    (stack_dir / "Pulumi.yaml").write_text("name: clusterforge\n")
     result = runner.invoke(
         app,
         ["from-stack", "--stack", "bm-small", "--out", str(out), "--stack-dir", str(stack_dir)],
@@ -115,7 +116,21 @@ def test_cli_without_pulumi(tmp_path: Path) -> None:
     assert "Pulumi CLI is not installed" in result.output and "pulumi.com/docs/install" in result.output
 
 
+def test_cli_outside_the_project(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    fake_pulumi(bin_dir, f'cat "{FIXTURE_JSON}"')
+    result = runner.invoke(
+        app,
+        ["from-stack", "--out", str(tmp_path), "--stack-dir", str(tmp_path / "nope")],
+        env=env_with(bin_dir),
+    )
+    assert result.exit_code == 2
+    assert "Pulumi.yaml" in result.output and "--stack-dir" in result.output
+    assert not (bin_dir / "argv").exists()
+
+
 def test_cli_pulumi_fails(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yaml").write_text("name: clusterforge\n")
     bin_dir = tmp_path / "bin"
     fake_pulumi(bin_dir, "echo \"error: no stack named 'nope' found\" >&2; exit 255")
     result = runner.invoke(
@@ -128,6 +143,7 @@ def test_cli_pulumi_fails(tmp_path: Path) -> None:
 
 
 def test_cli_pulumi_times_out(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yaml").write_text("name: clusterforge\n")
     bin_dir = tmp_path / "bin"
     fake_pulumi(bin_dir, "exec sleep 30")
     result = runner.invoke(
