@@ -187,8 +187,8 @@ def set_fault(kind: str, items: list[str]) -> dict[str, Any]:
                 if svc not in SERVICES:
                     raise FaultError(f"service-stopped: service must be one of {', '.join(SERVICES)}")
                 _sh(["systemctl", "stop", SERVICES[svc]])
-        if kind == "rail-down":
-            from . import sysfs  # port state files follow at once
+        if KINDS[kind][1] == "rail":
+            from . import sysfs  # port state/rate files follow at once (the sim daemon also refreshes them)
 
             sysfs.refresh_ports(st)
         return dict(st["faults"])

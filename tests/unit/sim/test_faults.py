@@ -1,0 +1,217 @@
+"""One test per fault kind: the fault changes what the real parsers see, clearing restores it, and faults
+survive a reboot."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from clusterforge.hw import dcgmi, ibstat, ibv_devinfo, mlnx_qos, nccl_tests, nvbandwidth, rdma_link, xid
+from clusterforge.hw import nvidia_smi as ns
+from clusterforge.lab.sim import faults
+
+from .conftest import SimNode
+
+
+def _q(n: SimNode) -> ns.NvidiaSmiQ:
+    return ns.parse_q(n.ok("nvidia-smi", "-q"))
+
+
+def test_every_kind_has_a_test() -> None:
+    tested = {name.removeprefix("test_").replace("_", "-") for name in globals() if name.startswith("test_")}
+    assert set(faults.KINDS) <= tested
+
+
+def test_gpu_missing(node: SimNode) -> None:
+    node.fault("gpu-missing", gpu=7)
+    q = _q(node)
+    assert q.attached_gpus == 7 and "00000000:DB:00.0" not in {g.bus_id for g in q.gpus}
+    assert len(ns.parse_topo(node.ok("nvidia-smi", "topo", "-m")).gpus) == 7
+    rc, out, _ = node.run("all_reduce_perf", "-g", "8")
+    assert rc != 0 and "invalid device ordinal" in out
+    assert len(nvbandwidth.parse(node.ok("nvbandwidth", "-t", "host_to_device_memcpy_ce")).devices) == 7
+    node.reboot()
+    node.services_up()
+    assert _q(node).attached_gpus == 7  # persists across reboots
+    node.clear("gpu-missing")
+    assert _q(node).attached_gpus == 8
+
+
+def test_row_remap_pending(node: SimNode) -> None:
+    node.fault("row-remap-pending", gpu=1)
+    rr = _q(node).gpus[1].remapped_rows
+    assert rr is not None and rr.pending is True and rr.correctable == 1
+    assert [e.xid for e in xid.parse(node.ok("dmesg"))] == [63]
+    d = dcgmi.parse_diag(node.run("dcgmi", "diag", "-r", "1")[1])
+    assert d.verdict == "Fail"
+    node.ok("nvidia-smi", "-r", "-i", "1")  # a GPU reset performs the remap, as on a real GPU
+    rr = _q(node).gpus[1].remapped_rows
+    assert rr is not None and rr.pending is False and rr.correctable == 1
+    assert "row-remap-pending" not in node.state["faults"]
+
+
+def test_ecc_uncorrectable(node: SimNode) -> None:
+    node.fault("ecc-uncorrectable", gpu=4)
+    g = _q(node).gpus[4]
+    assert g.ecc_volatile is not None and g.ecc_volatile.dram_uncorrectable == 2
+    assert {e.xid for e in xid.parse(node.ok("dmesg"))} == {48, 94}
+    rows = ns.parse_query_csv(
+        node.ok("nvidia-smi", "--query-gpu=ecc.errors.uncorrected.volatile.dram", "--format=csv,noheader"),
+        ["ecc.errors.uncorrected.volatile.dram"],
+    )
+    assert [r["ecc.errors.uncorrected.volatile.dram"] for r in rows] == [0, 0, 0, 0, 2, 0, 0, 0]
+    assert dcgmi.parse_diag(node.run("dcgmi", "diag", "-r", "2")[1]).verdict == "Fail"
+    node.clear("ecc-uncorrectable")
+    assert _q(node).gpus[4].ecc_volatile.dram_uncorrectable == 0  # type: ignore[union-attr]
+
+
+def test_xid_79(node: SimNode) -> None:
+    node.fault("xid-79", gpu=0)
+    events = xid.parse(node.ok("dmesg", "-T"))
+    assert [(e.xid, e.pci_bus_id) for e in events] == [(79, "0000:19:00")]
+    rc, out, err = node.run("nvidia-smi", "-q")
+    assert rc == 0 and ns.parse_q(out).attached_gpus == 7 and "Unable to determine the device handle" in err
+    node.reboot()
+    assert [e.xid for e in xid.parse(node.ok("dmesg"))] == [79]  # still broken after a reboot
+    node.clear("xid-79")
+    node.reboot()
+    assert xid.parse(node.ok("dmesg")) == []
+
+
+def _port(n: SimNode, hca: str) -> ibstat.IbPort:
+    return ibstat.parse(n.ok("ibstat", hca))[0].ports[0]
+
+
+def test_rail_down(ibnode: SimNode) -> None:
+    ibnode.fault("rail-down", rail=2)
+    p = _port(ibnode, "mlx5_2")
+    assert (p.state, p.physical_state) == ("Down", "Polling")
+    assert _port(ibnode, "mlx5_1").state == "Active"
+    assert ibnode.read("/sys/class/infiniband/mlx5_2/ports/1/state").strip() == "1: DOWN"
+    assert ibnode.read("/sys/class/infiniband/mlx5_2/ports/1/counters/link_downed").strip() == "1"
+    assert [lk.state for lk in rdma_link.parse(ibnode.ok("rdma", "link"))][2] == "DOWN"
+    assert ibv_devinfo.parse(ibnode.ok("ibv_devinfo", "-d", "mlx5_2"))[0].ports[0].state == "PORT_DOWN"
+    ibnode.clear("rail-down")
+    assert _port(ibnode, "mlx5_2").state == "Active"
+    assert ibnode.read("/sys/class/infiniband/mlx5_2/ports/1/state").strip() == "4: ACTIVE"
+
+
+def test_rail_half_rate(ibnode: SimNode) -> None:
+    ibnode.fault("rail-half-rate", rail="all")
+    assert {_port(ibnode, f"mlx5_{i}").rate_gbps for i in range(8)} == {200}
+    assert ibnode.read("/sys/class/infiniband/mlx5_0/ports/1/rate").strip() == "200 Gb/sec (2X NDR)"
+    ibnode.clear("rail-half-rate")
+    assert _port(ibnode, "mlx5_0").rate_gbps == 400
+
+
+def test_pfc_off(node: SimNode) -> None:
+    node.ok("mlnx_qos", "-i", "enp94s0np0", "--trust", "dscp", "--pfc", "0,0,0,1,0,0,0,0")
+    node.fault("pfc-off", rail=3)
+    q = mlnx_qos.parse(node.ok("mlnx_qos", "-i", "enp94s0np0", "--pfc", "0,0,0,1,0,0,0,0"))
+    assert q.trust_state == "dscp" and not any(q.pfc_enabled or ())  # set, but it does not stick
+    node.clear("pfc-off")
+    assert mlnx_qos.parse(node.ok("mlnx_qos", "-i", "enp94s0np0")).pfc_enabled[3]  # type: ignore[index]
+
+
+def test_mtu_reverted(node: SimNode) -> None:
+    assert ibv_devinfo.parse(node.ok("ibv_devinfo", "-d", "mlx5_0"))[0].ports[0].active_mtu == 4096
+    node.fault("mtu-reverted", rail=0)
+    assert ibv_devinfo.parse(node.ok("ibv_devinfo", "-d", "mlx5_0"))[0].ports[0].active_mtu == 1024
+    assert ibv_devinfo.parse(node.ok("ibv_devinfo", "-d", "mlx5_1"))[0].ports[0].active_mtu == 4096
+    node.clear("mtu-reverted")
+    assert ibv_devinfo.parse(node.ok("ibv_devinfo", "-d", "mlx5_0"))[0].ports[0].active_mtu == 4096
+
+
+def test_slow_gpu(node: SimNode) -> None:
+    thr = node.plan["skus"][node.sku]["thresholds"]
+    node.fault("slow-gpu", gpu=3)
+    nb = nvbandwidth.parse(node.ok("nvbandwidth", "-t", "host_to_device_memcpy_ce"))
+    h2d = nb.testcases["host_to_device_memcpy_ce"].matrix[0]
+    assert h2d[3] is not None and h2d[3] < thr["h2d_gbs"]["value"] < min(
+        v for k, v in h2d.items() if k != 3 and v
+    )
+    r = nccl_tests.parse(node.ok("all_reduce_perf", "-b", "8G", "-e", "8G", "-g", "8"))
+    assert r.max_busbw < thr["allreduce_busbw_gbs"]["value"]
+    assert _q(node).gpus[3].link_width_current == 8
+    node.clear("slow-gpu")
+    r = nccl_tests.parse(node.ok("all_reduce_perf", "-b", "8G", "-e", "8G", "-g", "8"))
+    assert r.max_busbw > thr["allreduce_busbw_gbs"]["value"]
+
+
+def test_slow_nic(node: SimNode) -> None:
+    # the two-node exchange itself is covered in test_nic_tools; here the factor the node reports
+    from clusterforge.lab.sim import perf
+    from clusterforge.lab.sim import state as S
+
+    node.fault("slow-nic", rail=5, factor=0.5)
+    st = node.state
+    assert perf.nic_factor(st, st["nics"][5]) == 0.5 and perf.nic_factor(st, st["nics"][4]) == 1.0
+    with node.env():
+        assert S.load()["faults"]["slow-nic"]["factor"] == "0.5"
+
+
+def test_noisy(node: SimNode) -> None:
+    thr = node.plan["skus"][node.sku]["thresholds"]["allreduce_busbw_gbs"]["value"]
+
+    def spread() -> list[float]:
+        return [
+            nccl_tests.parse(node.ok("all_reduce_perf", "-b", "16G", "-e", "16G", "-g", "8")).max_busbw
+            for _ in range(8)
+        ]
+
+    calm = spread()
+    node.fault("noisy")
+    noisy = spread()
+    assert min(noisy) > thr  # in spec ...
+    assert max(noisy) - min(noisy) > max(calm) - min(calm)  # ... but with more variance
+
+
+def test_sshd_stopped(node: SimNode) -> None:
+    assert node.run("fault", "check", "sshd-stopped")[0] == 0
+    node.fault("sshd-stopped")
+    assert node.run("fault", "check", "sshd-stopped")[0] == 1  # the ssh.service drop-in's ExecStartPre
+    assert (node.root / "var/lib/clusterforge-sim/faults/sshd-stopped").exists()
+    node.clear("sshd-stopped")
+    assert node.run("fault", "check", "sshd-stopped")[0] == 0
+
+
+def test_service_stopped(node: SimNode) -> None:
+    node.fault("service-stopped", service="persistenced,fabricmanager")
+    assert (node.root / "var/lib/clusterforge-sim/faults/service-stopped-fabricmanager").exists()
+    rc, _, err = node.run("nvidia-persistenced")
+    assert rc == 1 and "failed to initialize" in err
+    assert node.run("nv-fabricmanager", "-c", "/usr/share/nvidia/nvswitch/fabricmanager.cfg")[0] == 1
+    rc, _, err = node.run("fault", "set", "service-stopped", "service=bogus")
+    assert rc == 2
+    node.clear("service-stopped")
+    assert not (node.root / "var/lib/clusterforge-sim/faults/service-stopped-persistenced").exists()
+
+
+def test_hung_tool(node: SimNode) -> None:
+    node.fault("hung-tool")
+    env = {"CLUSTERFORGE_SIM_ROOT": str(node.root), "PATH": "/usr/bin:/bin"}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "clusterforge.lab.sim", "nvidia-smi", "-q"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    with pytest.raises(subprocess.TimeoutExpired):
+        p.wait(timeout=3)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    node.clear("hung-tool")
+    assert _q(node).attached_gpus == 8
+
+
+def test_unknown_kind_and_params(node: SimNode) -> None:
+    assert node.run("fault", "set", "melted")[0] == 2
+    assert node.run("fault", "set", "slow-gpu", "gpu=42")[0] == 2
+    assert node.run("fault", "set", "slow-gpu", "oops")[0] == 2
+    node.fault("noisy")
+    node.fault("slow-gpu", gpu=1)
+    node.ok("fault", "clear", "all")
+    assert node.state["faults"] == {}
