@@ -12,6 +12,7 @@ from clusterforge.pool.base import (
     ResumeRefused,
     reason_for_checks,
     sanitize_reason,
+    wait_for,
 )
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "ResumeRefused",
     "reason_for_checks",
     "sanitize_reason",
+    "wait_for",
 ]

@@ -8,6 +8,7 @@ drained unless the caller forces it, and a node held for review (flapping) also 
 from __future__ import annotations
 
 import re
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -160,3 +161,31 @@ def check_certificate_node(node: str, certificate: Mapping[str, Any]) -> None:
         raise PoolError(f"certificate is for {certificate.get('node')!r}, not {node!r}")
     if certificate.get("verdict") != "pass":
         raise PoolError(f"{node}: certificate verdict is {certificate.get('verdict')!r}: only pass admits")
+
+
+def wait_for(
+    manager: PoolManager,
+    nodes: Iterable[str],
+    states: Iterable[str] = ("drained",),
+    *,
+    timeout_s: float = 600.0,
+    poll_s: float = 5.0,
+) -> dict[str, NodeState]:
+    """Poll until every node is in one of `states` (e.g. drained: its running jobs ended, before a reboot).
+
+    Raises PoolError naming the nodes still elsewhere when `timeout_s` runs out.
+    """
+
+    want, names = set(states), list(nodes)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        current = manager.status(names)
+        late = {n: s for n, s in current.items() if s.state not in want}
+        if not late:
+            return current
+        if time.monotonic() >= deadline:
+            detail = ", ".join(f"{n} {s.state}" for n, s in sorted(late.items()))
+            raise PoolError(
+                f"timed out after {timeout_s:.0f} s waiting for {'/'.join(sorted(want))}: {detail}"
+            )
+        time.sleep(poll_s)

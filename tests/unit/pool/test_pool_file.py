@@ -105,3 +105,14 @@ def test_two_processes_do_not_lose_each_others_writes(tmp_path: Path) -> None:
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(reg), tag]) for tag in ("a", "b")]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     assert len(FilePool(reg).status()) == 50
+
+
+def test_wait_for_states(tmp_path: Path) -> None:
+    from clusterforge.pool.base import wait_for
+
+    pool = FilePool(tmp_path / "pool.json")
+    pool.drain("n1", "rolling provision")
+    assert wait_for(pool, ["n1"], timeout_s=1, poll_s=0.01)["n1"].state == "drained"
+    pool.resume("n1")
+    with pytest.raises(PoolError, match="n1 idle"):
+        wait_for(pool, ["n1"], timeout_s=0.05, poll_s=0.01)
