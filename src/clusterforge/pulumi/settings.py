@@ -85,12 +85,13 @@ def _switch_push(cfg: pulumi.Config) -> SwitchPush | None:
             f"config `{NAMESPACE}:switchPush` needs nos (sonic|cumulus), user and "
             f"addresses (switch name -> management address); found {raw!r}. {fix}"
         )
-    password = cfg.get_secret("switchPassword")
-    if password is None:
+    try:
+        password = cfg.require_secret("switchPassword")  # always a secret Output, even if set in plain
+    except pulumi.ConfigMissingError:
         raise StackConfigError(
             f"config `{NAMESPACE}:switchPush` is set but `{NAMESPACE}:switchPassword` is not. "
             f"Fix: pulumi config set --secret {NAMESPACE}:switchPassword <password>"
-        )
+        ) from None
     return SwitchPush(
         nos=str(raw["nos"]),
         user=str(raw["user"]),
