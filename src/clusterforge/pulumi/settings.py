@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pulumi
 
@@ -46,7 +45,6 @@ class StackSettings:
     bmc_username: str | None = None
     bmc_password: pulumi.Output[str] | None = None
     switch_push: SwitchPush | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def default_cli() -> str:
