@@ -31,8 +31,13 @@ collections: venv ## Extract the Ansible collections we use from the PyPI `ansib
 plan: venv ## Validate SPEC and write inventory/generated/<cluster>/
 	$(BIN)/clusterforge plan $(SPEC)
 
-provision: venv system-deps collections ## Lab up -> plan -> provision -> quick certification -> admit (SPEC)
+provision: venv system-deps collections ## Lab up -> plan -> provision -> quick certification -> admit (SPEC; INVENTORY_FROM=stack)
+ifeq ($(INVENTORY_FROM),stack)
+	$(BIN)/clusterforge inventory from-stack --stack $(CLUSTER)
+	$(BIN)/clusterforge provision $(SPEC) --certify --inventory inventory/generated/$(CLUSTER)
+else
 	$(BIN)/clusterforge provision $(SPEC) --certify
+endif
 
 certify: venv ## Certify nodes of SPEC (TIER=quick|full)
 	$(BIN)/clusterforge certify $(SPEC) --tier $(or $(TIER),quick)

@@ -65,13 +65,15 @@ def provision(
     forks: Annotated[int | None, typer.Option(help="parallel hosts (default: sized from the inventory)")] = None,
     no_reboot: Annotated[bool, typer.Option("--no-reboot", help="leave boot-time changes pending")] = False,
     certify: Annotated[bool, typer.Option(help="run the quick tier and admit passing nodes afterwards")] = False,
+    inventory: Annotated[Path | None, typer.Option(help="use this inventory folder (e.g. from a Pulumi stack) "
+                                                        "instead of writing one from the plan")] = None,
 ) -> None:
     """Configure every node of SPEC to the declared state (site.yml, rolling, drain → reboot → resume)."""
     from clusterforge.run.pipeline import provision_flow
     from clusterforge.run.provision import Options
 
     rc = provision_flow(spec, Options(limit=limit, tags=tags, check=check, diff=diff, forks=forks,
-                                      no_reboot=no_reboot), console)
+                                      no_reboot=no_reboot), console, inventory)
     if rc == 0 and certify and not check:
         rc = _certify_after_provision(spec, limit)
     raise typer.Exit(rc)

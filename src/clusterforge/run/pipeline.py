@@ -55,10 +55,23 @@ def print_report(report: Any, console: Console) -> None:
         console.print(f"[red]aborted[/]: {report.aborted}")
 
 
-def provision_flow(spec: Path, opts: Any, console: Console) -> int:
+def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | None = None) -> int:
+    """Provision SPEC; with `inventory` (e.g. written by `clusterforge inventory from-stack`) use it as is."""
     from clusterforge.run.provision import provision
 
-    plan, inv = load_plan(spec)
+    if inventory is not None:
+        from clusterforge.plan import build_plan
+        from clusterforge.spec import load_spec
+
+        plan, inv = build_plan(load_spec(spec)), inventory
+        if not (inv / "hosts.yml").is_file():
+            from clusterforge.errors import InputError, Problem
+
+            raise InputError([Problem(str(inv), "", "a folder with hosts.yml and group_vars/", "no hosts.yml",
+                                      "run `clusterforge inventory from-stack` or `clusterforge plan` first")],
+                             "no inventory")
+    else:
+        plan, inv = load_plan(spec)
     ensure_lab(plan.doc, console)
     report = provision(plan.doc, inv, opts, None if opts.check else pool_manager(plan.doc), console)
     path = report.write()
