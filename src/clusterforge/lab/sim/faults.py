@@ -79,11 +79,24 @@ def apply(lab: LabLike, node: str, kind: str, clear: bool = False, **params: Any
     """Set (or clear) a fault in a running lab node; returns the node's active faults afterwards."""
     if kind not in KINDS:
         raise FaultError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}")
+    carrier = kind == "rail-down" and hasattr(lab, "set_rail_carrier")
+    if carrier and not clear:
+        params.setdefault("link", "carrier")  # pull the cable on the host side, no node-side link down
     argv = [paths.ENTRY, "fault", "clear" if clear else "set", kind]
     argv += [f"{k}={v}" for k, v in params.items()]
+    rails: list[int] = []
+    if carrier:
+        r = lab.exec(node, [paths.ENTRY, "fault", "list"], timeout=60.0)
+        active = json.loads(r.stdout or "{}").get("rail-down", {}) if clear else params
+        spec = str(active.get("rail", 0))
+        plan: Any = getattr(lab, "plan", None)
+        count = len(plan.node(node).rails) if plan is not None else 8
+        rails = list(range(count)) if spec == "all" else [int(x) for x in spec.split(",") if x.strip()]
     r = lab.exec(node, argv, timeout=60.0)
     if r.returncode != 0:
         raise FaultError(f"{node}: {' '.join(argv[1:])} failed ({r.returncode}): {r.stderr or r.stdout}")
+    for rail in rails:
+        lab.set_rail_carrier(node, rail, clear)  # type: ignore[attr-defined]
     try:
         data: dict[str, Any] = json.loads(r.stdout)
     except ValueError:
@@ -154,7 +167,8 @@ def enforce(st: dict[str, Any]) -> None:
                     str((S.fault(st, "mtu-reverted") or {}).get("mtu", 1500)),
                 ]
             )
-        if n["rail"] in S.targets(st, "rail-down", "rail", len(st["nics"])):
+        down = S.fault(st, "rail-down") or {}
+        if n["rail"] in S.targets(st, "rail-down", "rail", len(st["nics"])) and down.get("link") != "carrier":
             _sh(["ip", "link", "set", "dev", n["netdev"], "down"])
 
 
