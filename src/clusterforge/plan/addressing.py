@@ -51,6 +51,13 @@ def mac(kind: int, ordinal: int) -> str:
     return f"02:cf:{ordinal >> 16:02x}:{kind:02x}:{(ordinal >> 8) & 255:02x}:{ordinal & 255:02x}"
 
 
+def mac_parts(ordinal: int) -> tuple[str, str]:
+    """`mac(kind, ordinal) == f"{hi}{kind:02x}{lo}"`: the per-node parts, computed once per node."""
+    if not 0 <= ordinal < MAX_MAC_ORDINAL:
+        raise ValueError("ordinal out of range for a generated MAC")
+    return f"02:cf:{ordinal >> 16:02x}:", f":{(ordinal >> 8) & 255:02x}:{ordinal & 255:02x}"
+
+
 def management_ips(c: Cluster, names: list[str]) -> list[str]:
     """Management address per node, `names` in cluster order: an explicit per-node `management_ip` wins;
     otherwise node number `ordinal` gets host `reserved + 1 + ordinal` of the subnet. Addresses therefore do

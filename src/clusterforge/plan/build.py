@@ -15,7 +15,7 @@ from operator import itemgetter
 from typing import Any
 
 from clusterforge.errors import InputError
-from clusterforge.plan.addressing import Allocator, mac, management_ips
+from clusterforge.plan.addressing import Allocator, mac_parts, management_ips
 from clusterforge.plan.digest import canonical_json, sha256_of
 from clusterforge.plan.fabric import Fabric, FabricInput, plan_fabric
 from clusterforge.spec.layout import node_slots, rack_name
@@ -53,17 +53,24 @@ class Plan:
                 return dict(n)
         raise KeyError(name)
 
-    def canonical_json(self) -> str:
-        """Canonical JSON of the whole doc (sorted keys, no whitespace, UTF-8), from the cached parts."""
+    def canonical_json_chunks(self) -> list[str]:
+        """Canonical JSON of the whole doc (sorted keys, no whitespace), as pieces to write or join."""
         parts = self.json_parts
         for k, v in self.doc.items():
             if k not in parts:
                 parts[k] = canonical_json(v)
-        return _join(parts, sorted(self.doc))
+        return _chunks(parts, sorted(self.doc))
+
+    def canonical_json(self) -> str:
+        return "".join(self.canonical_json_chunks())
 
 
-def _join(parts: dict[str, str], keys: list[str]) -> str:
-    return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{parts[k]}" for k in keys) + "}"
+def _chunks(parts: dict[str, str], keys: list[str]) -> list[str]:
+    out = ["{"]
+    for i, k in enumerate(keys):
+        out += [("," if i else "") + json.dumps(k, ensure_ascii=False) + ":", parts[k]]
+    out.append("}")
+    return out
 
 
 def _skus(spec: Spec) -> dict[str, dict[str, Any]]:
@@ -210,6 +217,7 @@ def build_plan(spec: Spec) -> Plan:
         macs = entry.macs if entry else {}
         nics = sku.compute_nics
         mtu = c.tuning.roce.mtu if ftype == "roce" else IB_MTU
+        mac_hi, mac_lo = mac_parts(s.ordinal)
         rails = []
         for r in nics.rails:
             leaf, port = node_ports[(s.name, r.rail)]
@@ -231,7 +239,7 @@ def build_plan(spec: Spec) -> Plan:
                     "speed_gbps": nics.speed_gbps,
                     "leaf": leaf,
                     "leaf_port": port,
-                    "mac": macs.get(r.netdev) or mac(1 + r.rail, s.ordinal),
+                    "mac": macs.get(r.netdev) or f"{mac_hi}{1 + r.rail:02x}{mac_lo}",
                 }
             )
         node: dict[str, Any] = {
@@ -246,7 +254,7 @@ def build_plan(spec: Spec) -> Plan:
             "mgmt_ip": mgmt[s.ordinal],
             "mgmt_prefix": mgmt_prefix,
             "mgmt_netdev": sku.management_nic.netdev,
-            "mgmt_mac": macs.get("mgmt") or mac(0, s.ordinal),
+            "mgmt_mac": macs.get("mgmt") or f"{mac_hi}00{mac_lo}",
             "storage_ips": [storage.take_str()] if storage else [],
             "bmc": entry.bmc.model_dump(mode="json") if entry and entry.bmc else None,
             "rails": rails,
@@ -294,7 +302,10 @@ def build_plan(spec: Spec) -> Plan:
         "fabrics": [fabric_doc(f, fabrics_spec[name].oversubscription) for name, f in fabrics.items()],
     }
     parts = {k: canonical_json(v) for k, v in doc.items()}
-    doc["plan_hash"] = hashlib.sha256(_join(parts, sorted(parts)).encode("utf-8")).hexdigest()
+    h = hashlib.sha256()
+    for chunk in _chunks(parts, sorted(parts)):
+        h.update(chunk.encode("utf-8"))
+    doc["plan_hash"] = h.hexdigest()
     return Plan(doc=doc, fabrics=fabrics, spec=spec, json_parts=parts)
 
 

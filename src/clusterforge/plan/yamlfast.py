@@ -27,6 +27,18 @@ _JSON_SCALARS = frozenset({str, int, bool, _NONE})
 FLOW_MAX_ITEMS = 24
 
 
+def _json_encoder() -> Any:
+    """`json.dumps` with default arguments, minus its per-call set-up (one C encoder, reused)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pure-Python json
+        return json.dumps
+    enc = make(None, None, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    return lambda value: "".join(enc(value, 0))
+
+
+_dumps = _json_encoder()
+
+
 def _pyyaml_scalar(value: Any) -> str:
     """PyYAML's rendering on one line: strings double-quoted (escapes keep them single-line)."""
     style = '"' if isinstance(value, str) else None
@@ -71,7 +83,7 @@ def flow(value: dict[Any, Any] | list[Any]) -> str | None:
     if not ktypes <= _SCALARS:
         return None
     if vtypes <= _JSON_SCALARS and ktypes == {str}:
-        j = json.dumps(value)  # JSON is a YAML flow collection; C speed
+        j = _dumps(value)  # JSON is a YAML flow collection; C speed
         if "\\u" not in j:  # no non-ASCII or control characters that JSON escaped as \uXXXX
             return j
     if is_dict:

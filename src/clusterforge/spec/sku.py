@@ -78,7 +78,7 @@ class ComputeNics(_Strict):
     speed_gbps: int = Field(gt=0)
     link_layer: Literal["InfiniBand", "Ethernet"]
     firmware_prefix: str  # e.g. "28." for ConnectX-7
-    rails: list[RailNic] = Field(min_length=1)
+    rails: list[RailNic] = Field(min_length=1, max_length=64)
 
     @property
     def count(self) -> int:
