@@ -30,7 +30,8 @@ T = TypeVar("T")
 RC_TIMEOUT = (124, 137)
 RC_NOT_FOUND = 127
 RC_NOT_EXECUTABLE = 126
-RC_SSH = 255
+RC_SSH = 255  # ssh's own failure; a remote command's 255 is passed back as RC_REMOTE_255
+RC_REMOTE_255 = 250
 KEEP = 4000  # characters of stdout/stderr kept as evidence per command
 LOCAL_GRACE_S = 10
 
@@ -100,7 +101,10 @@ class Attempt:
 
 def wrap(command: str, timeout: int) -> str:
     """The remote form: C locale, `timeout` with a hard kill 2 s later."""
-    return f"LC_ALL=C timeout -k 2 {int(timeout)} sh -c {shlex.quote(command)}"
+    return (
+        f"LC_ALL=C timeout -k 2 {int(timeout)} sh -c {shlex.quote(command)}; "
+        f"r=$?; [ $r -ne {RC_SSH} ] || r={RC_REMOTE_255}; exit $r"
+    )
 
 
 def _short(text: str) -> str:
@@ -139,7 +143,9 @@ class Probe:
         self.notes[key] = value
 
     # -- running -----------------------------------------------------------------------------------
-    def _exec(self, remote: str, budget: float) -> tuple[int, str, str]:
+    def _exec(self, command: str, timeout: int) -> tuple[int, str, str]:
+        """(rc, stdout, stderr) of ``command`` run on the node under ``timeout``, with a local deadline."""
+        remote, budget = wrap(command, timeout), timeout + LOCAL_GRACE_S
         backend = self.host.backend
         from testinfra.backend.ssh import SshBackend
 
@@ -185,7 +191,7 @@ class Probe:
         else:
             start = time.monotonic()
             try:
-                rc, out, err = self._exec(wrap(command, t), t + LOCAL_GRACE_S)
+                rc, out, err = self._exec(command, t)
             except CheckError as exc:
                 self.log.append(CommandRecord(command, None, time.monotonic() - start, error=str(exc)))
                 if isinstance(exc, Unreachable):
@@ -213,7 +219,8 @@ class Probe:
         if rc == RC_NOT_EXECUTABLE:
             raise CheckError(f"`{tool}` is not executable on {self.node} (exit 126)", command=command)
         detail = (err.strip() or out.strip())[-300:]
-        raise CheckError(f"`{command}` exited {rc}: {detail}", command=command)
+        shown = RC_SSH if rc == RC_REMOTE_255 else rc
+        raise CheckError(f"`{command}` exited {shown}: {detail}", command=command)
 
     def parse(
         self,

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[3]
 VALIDATORS = Path(os.environ.get("CLUSTERFORGE_VALIDATORS", REPO / "validators"))
 TIER_MARKERS = {"quick": "quick", "full": "quick or full", "burnin": "burnin"}
 DEADLINE_S = {"quick": 900, "full": 4 * 3600, "burnin": 24 * 3600}
-SSH_PROBE_S = 15
+SSH_PROBE_S = 30  # a slow login (pam_systemd waiting on logind) is not an unreachable node
 
 Progress = Callable[[str, str, dict[str, Any]], None]  # (node, event, data)
 

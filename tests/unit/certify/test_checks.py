@@ -119,7 +119,13 @@ def test_expect_none_bad_lists_a_few_then_counts() -> None:
 
 
 def test_wrap_has_remote_timeout_and_kill() -> None:
-    assert wrap("nvidia-smi -q", 30) == "LC_ALL=C timeout -k 2 30 sh -c 'nvidia-smi -q'"
+    assert wrap("nvidia-smi -q", 30).startswith("LC_ALL=C timeout -k 2 30 sh -c 'nvidia-smi -q'; ")
+
+
+def test_remote_exit_255_is_not_unreachable(probe: Probe) -> None:
+    with pytest.raises(CheckError, match="exited 255: Failed to get IB devices list") as exc:
+        probe.run("echo 'Failed to get IB devices list' >&2; exit 255")
+    assert not isinstance(exc.value, Unreachable)
 
 
 class TestMeasure:

@@ -4,7 +4,6 @@ written here; commands go through the real Probe (timeouts, exit codes, parsing,
 from __future__ import annotations
 
 import importlib.util
-import shlex
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -48,8 +47,7 @@ class FakeNode(Probe):
         self.answers = answers
         self.asked: list[str] = []
 
-    def _exec(self, remote: str, budget: float) -> tuple[int, str, str]:
-        command = shlex.split(remote)[-1]
+    def _exec(self, command: str, timeout: int) -> tuple[int, str, str]:
         self.asked.append(command)
         ans = self.answers.get(command)
         if ans is None:

@@ -29,8 +29,13 @@ def marks(node: ast.AST) -> set[str]:
 @pytest.mark.parametrize("path", [p for p in FILES if p.name.startswith("test_")], ids=lambda p: p.name)
 def test_every_check_has_a_tier(path: Path) -> None:
     tree = ast.parse(path.read_text())
-    module_marks = set().union(*(marks(n) for n in tree.body if isinstance(n, ast.Assign)
-                                 and any(getattr(t, "id", "") == "pytestmark" for t in n.targets)))
+    module_marks = set().union(
+        *(
+            marks(n)
+            for n in tree.body
+            if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in n.targets)
+        )
+    )
     tests = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
     assert tests
     for t in tests:
@@ -40,8 +45,16 @@ def test_every_check_has_a_tier(path: Path) -> None:
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_no_lab_or_simulator_paths(path: Path) -> None:
     text = path.read_text()
-    for bad in ("clusterforge-sim", "/var/lib/clusterforge/lab", "/run/clusterforge-sim", "lab.sim",
-                "clusterforge.lab", "CLUSTERFORGE_SIM", "/etc/clusterforge/node.json", "synthetic"):
+    for bad in (
+        "clusterforge-sim",
+        "/var/lib/clusterforge/lab",
+        "/run/clusterforge-sim",
+        "lab.sim",
+        "clusterforge.lab",
+        "CLUSTERFORGE_SIM",
+        "/etc/clusterforge/node.json",
+        "synthetic",
+    ):
         assert bad not in text, f"{path.name} mentions {bad!r}"
     assert not re.search(r"\bif\b.*\b(lab|simulat\w*)\b", text), f"{path.name} branches on the lab"
 
