@@ -6,10 +6,11 @@
 
 `state_dir` is the lab's state root (`/var/lib/clusterforge/lab/<cluster>`); everything goes to
 `<state_dir>/bmc/` (see `secrets` for the TLS and account files, `<node>/` for each emulator's config,
-pidfile, log and sqlite state). A node's BMC listens on its plan `bmc.address` (`host:port`), or on
-`127.0.0.1:<8441 + ordinal>` when the plan gives it none. The BMC watches the lab node's boots
-(`<state_dir>/nodes/<node>/state.json`, written by the lab supervisor) to apply staged BIOS settings when
-the node reboots, and its reset action restarts the lab node (`clusterforge.lab.bmc.hooks`).
+pidfile, log and sqlite state). Every plan node with a `bmc` gets one, listening on its `bmc.address`
+(`host:port`; the lab spec uses `default_address(ordinal)` = 127.0.0.1:<8441 + ordinal>). The BMC
+watches the lab node's boots (`<state_dir>/nodes/<node>/state.json`, written by the lab supervisor) to
+apply staged BIOS settings when the node reboots, and its reset action restarts the lab node
+(`clusterforge.lab.bmc.hooks`).
 """
 
 from __future__ import annotations
@@ -62,13 +63,16 @@ def registry() -> dict[str, dict[str, Any]]:
 
 
 def plan_bmcs(plan_doc: dict[str, Any]) -> list[LabBmc]:
-    """The BMC of every node of the plan (its `bmc.address`, else the default address)."""
+    """The BMC of every plan node that has one (`bmc.address` = host:port; the inventory carries the same
+    address as `clusterforge_bmc`, so a BMC the plan does not name would be of no use)."""
     out = []
-    for i, n in enumerate(plan_doc["nodes"]):
+    for n in plan_doc["nodes"]:
         bmc = n.get("bmc") or {}
-        if bmc and bmc.get("vendor", "generic") != "generic":
+        if not bmc:
+            continue
+        if bmc.get("vendor", "generic") != "generic":
             log.warning("%s: lab BMCs serve the 'generic' BIOS map, not %r", n["name"], bmc["vendor"])
-        host, _, port = str(bmc.get("address") or default_address(int(n.get("ordinal", i)))).partition(":")
+        host, _, port = str(bmc["address"]).partition(":")
         ident = str(uuid.uuid5(uuid.NAMESPACE_URL, f"clusterforge-lab-bmc:{plan_doc['cluster']}/{n['name']}"))
         out.append(LabBmc(n["name"], host, int(port or 443), ident))
     return out
@@ -122,7 +126,8 @@ def _answers(b: LabBmc, ca: Path, timeout: float = 0.5) -> bool:
 
 def start_bmcs(plan_doc: dict[str, Any], state_dir: Path, *, hooks: bool = True,
                timeout: float = 60.0) -> dict[str, str]:
-    """Start (or keep) one lab BMC per plan node; returns {node: https URL} once every one answers TLS.
+    """Start (or keep) the BMC of every plan node that has one; returns {node: https URL} once each answers
+    TLS. BMCs of nodes the plan no longer gives one are stopped.
 
     `hooks=False` leaves the lab nodes alone on a Redfish reset (tests without a lab)."""
     folder = Path(state_dir).resolve() / "bmc"
@@ -131,6 +136,8 @@ def start_bmcs(plan_doc: dict[str, Any], state_dir: Path, *, hooks: bool = True,
     ensure_account(folder)
     (folder / "plan.json").write_text(json.dumps(plan_doc))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for gone in sorted({p.parent.name for p in folder.glob("*/config.py")} - {b.node for b in bmcs}):
+        procs.stop_pid(_running(folder / gone))
     for b in bmcs:
         d = folder / b.node
         d.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ htpasswd file and state directory all come from the config file). Started detach
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     from clusterforge.lab.bmc.driver import BiosFakeDriver
 
     fakedriver.FakeDriver = BiosFakeDriver  # sushy's Application looks the class up at first use
+    sushy_main.app.logger.setLevel(logging.INFO)  # staged/applied BIOS changes show in emulator.log
     sys.argv = ["sushy-emulator", "--fake", "--config", str(config)]
     return int(sushy_main.main() or 0)
 
