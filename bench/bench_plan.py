@@ -11,7 +11,7 @@ Every case runs in fresh child processes, so the peak RSS (`ru_maxrss`) is that 
 On a shared machine wall times follow the load; the CPU times show what the work itself costs.
 
     .venv/bin/python bench/bench_plan.py                 # all cases, 3 repeats
-    .venv/bin/python bench/bench_plan.py --case 100k --repeat 1 --json bench/results.json
+    .venv/bin/python bench/bench_plan.py --case 100k --repeat 1 --json /tmp/plan-bench.json
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ data = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.dictionaries(keys, data, max_size=6) | st.lists(data, max_size=6))
 def test_round_trip(value) -> None:
     assert yaml.safe_load(yamlfast.dump(value)) == value
