@@ -28,9 +28,17 @@ def drain_reason(res: NodeResult) -> str:
 
 
 def pool_for(plan_doc: dict[str, Any]) -> Any:
+    """The plan's pool manager (slurm: the lab's slurm.conf for a lab), or None when not installed."""
     from clusterforge.run.pipeline import pool_manager
 
-    return pool_manager(plan_doc)
+    manager = pool_manager(plan_doc)
+    if manager is None:
+        try:
+            from clusterforge.pool.cli import manager_for
+        except ImportError:
+            return None
+        manager = manager_for(plan_doc)
+    return manager
 
 
 def drain_for_full_run(pool: Any, nodes: list[str], store: Any, run_id: str | None) -> list[str]:

@@ -17,6 +17,8 @@ certify_app = typer.Typer(
     "Exit codes: 0 every node passed; 1 the tool could not run; 2 bad input; 3 a node failed or errored.",
     add_completion=False,
     pretty_exceptions_enable=False,
+    # a group stops parsing its own options at its first argument; here SPEC comes before the options
+    context_settings={"allow_interspersed_args": True},
 )
 
 

@@ -70,6 +70,10 @@ def certify_flow(
         f"({getpass.getuser()}@{socket.gethostname()}, plan {doc['plan_hash'][:12]})"
     )
     pool = admission.pool_for(doc) if admit or tier == "full" else None
+    if (admit or tier == "full") and pool is None:
+        console.print(
+            "[yellow]no pool manager in this build: nodes are certified but neither drained nor admitted[/]"
+        )
     if tier == "full" and pool is not None:
         admission.drain_for_full_run(pool, names, rec.store, rec.run_id)
     started = time.time()
