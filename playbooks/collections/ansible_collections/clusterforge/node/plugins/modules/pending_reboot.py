@@ -16,6 +16,8 @@ description:
   - Other sources' reasons are preserved, so roles (and tag-limited runs) update only their own entry.
   - Reasons are derived from the node's state every run (running vs desired), so a reboot clears them on
     the next run. Changed only when this source's reasons change. No timestamps (idempotent).
+  - Also maintains the orchestrator's record O(flag_path) (every source's reasons, one per line; absent when
+    there are none), which C(playbooks/pending.yml) reads and C(playbooks/reboot.yml) removes after a reboot.
 options:
   source:
     description: Who records the reasons (the role name).
@@ -30,6 +32,10 @@ options:
     description: Fact file path.
     type: path
     default: /etc/ansible/facts.d/clusterforge_pending.fact
+  flag_path:
+    description: Pending-reboot record read by the orchestrator (one reason per line); '' to not write it.
+    type: path
+    default: /var/lib/clusterforge/reboot-required
 author:
   - clusterforge
 """
@@ -50,6 +56,11 @@ reboot_required:
   description: True when any source has a reason.
   returned: always
   type: bool
+reasons:
+  description: Every source's reasons, sorted (the lines of O(flag_path)).
+  returned: always
+  type: list
+  elements: str
 """
 
 import json
@@ -74,12 +85,38 @@ def render(doc):
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
+def _read_text(path):
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _write_atomic(module, path, text):
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".clusterforge_pending.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        module.fail_json(msg="cannot write %s: %s" % (path, exc))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             source=dict(type="str", required=True),
             reasons=dict(type="list", elements="str", required=True),
             path=dict(type="path", default="/etc/ansible/facts.d/clusterforge_pending.fact"),
+            flag_path=dict(type="path", default="/var/lib/clusterforge/reboot-required"),
         ),
         supports_check_mode=True,
     )
@@ -98,25 +135,34 @@ def main():
     new = {"reboot_required": any(all_reasons.values()), "reasons": all_reasons}
     new_text = render(new)
 
-    changed = mine_before != reasons or not exists or (old_text != new_text)
-    result = dict(changed=changed, pending=new, reboot_required=new["reboot_required"], path=path)
+    flag_path = module.params["flag_path"]
+    flag_old = _read_text(flag_path) if flag_path else None
+    flat = sorted(r for rs in all_reasons.values() for r in rs)
+    flag_new = "".join("%s\n" % r for r in flat) if flat else None
+
+    file_changed = mine_before != reasons or not exists or old_text != new_text
+    flag_changed = bool(flag_path) and flag_old != flag_new
+    changed = file_changed or flag_changed
+    result = dict(changed=changed, pending=new, reboot_required=new["reboot_required"], path=path,
+                  flag_path=flag_path, reasons=flat)
     if changed:
-        result["diff"] = dict(before_header=path, after_header=path, before=old_text, after=new_text)
-        if not module.check_mode:
-            directory = os.path.dirname(path)
-            os.makedirs(directory, mode=0o755, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".clusterforge_pending.")
+        before = old_text + ("%s:\n%s" % (flag_path, flag_old or "<absent>\n") if flag_path else "")
+        after = new_text + ("%s:\n%s" % (flag_path, flag_new or "<absent>\n") if flag_path else "")
+        result["diff"] = dict(before_header=path, after_header=path, before=before, after=after)
+    if module.check_mode:
+        module.exit_json(**result)
+    if file_changed:
+        _write_atomic(module, path, new_text)
+    if flag_changed:
+        if flag_new is None:
             try:
-                with os.fdopen(fd, "w") as fh:
-                    fh.write(new_text)
-                os.chmod(tmp, 0o644)
-                os.replace(tmp, path)
+                os.unlink(flag_path)
+            except FileNotFoundError:
+                pass
             except OSError as exc:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                module.fail_json(msg="cannot write %s: %s" % (path, exc))
+                module.fail_json(msg="cannot remove %s: %s" % (flag_path, exc))
+        else:
+            _write_atomic(module, flag_path, flag_new)
     module.exit_json(**result)
 
 

@@ -115,7 +115,8 @@ def _read(path):
 
 def _write(path, value):
     # One write() call on an unbuffered file: sysfs stores take the whole buffer at once.
-    fd = os.open(path, os.O_WRONLY)
+    # Same flags as a shell `echo value > path` (O_TRUNC is accepted and ignored by sysfs/procfs/configfs).
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
     try:
         os.write(fd, value.encode("utf-8"))
     finally:

@@ -1,0 +1,126 @@
+"""Pure-Python tests of the clusterforge.node filters and of the mlxconfig output parser."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+import pytest
+
+from ._support import PLAYBOOKS, ROOT
+
+COLL = PLAYBOOKS / "collections"
+
+
+@pytest.fixture(scope="module")
+def filters(collections_installed) -> ModuleType:
+    import sys
+
+    sys.path[:0] = [str(COLL), str(ROOT / "collections")]
+    try:
+        return importlib.import_module("ansible_collections.clusterforge.node.plugins.filter.clusterforge")
+    finally:
+        del sys.path[:2]
+
+
+@pytest.fixture(scope="module")
+def mlxconfig() -> ModuleType:
+    import sys
+
+    sys.path[:0] = [str(COLL)]
+    try:
+        return importlib.import_module("ansible_collections.clusterforge.node.plugins.modules.mlxconfig")
+    finally:
+        del sys.path[:1]
+
+
+DESIRED = ["intel_idle.max_cstate=0", "processor.max_cstate=1", "iommu=pt",
+           "default_hugepagesz=1G", "hugepagesz=1G", "hugepages=0:8,1:8"]
+MANAGED = ["intel_idle.max_cstate", "processor.max_cstate", "iommu", "intel_iommu",
+           "default_hugepagesz", "hugepagesz", "hugepages"]
+
+
+def test_cmdline_all_in_effect(filters) -> None:
+    running = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet " + " ".join(DESIRED)
+    assert filters.cmdline_missing(running, DESIRED) == []
+    assert filters.cmdline_stale(running, DESIRED, MANAGED) == []
+
+
+def test_cmdline_last_occurrence_wins(filters) -> None:
+    assert filters.cmdline_missing("processor.max_cstate=1 processor.max_cstate=5", ["processor.max_cstate=1"]) == [
+        "processor.max_cstate=1"
+    ]
+    assert filters.cmdline_missing("processor.max_cstate=5 processor.max_cstate=1", ["processor.max_cstate=1"]) == []
+
+
+def test_cmdline_hugepage_pairs(filters) -> None:
+    want = ["hugepagesz=1G", "hugepages=16"]
+    assert filters.cmdline_missing("hugepagesz=1G hugepages=16", want) == []
+    assert filters.cmdline_missing("hugepagesz=2M hugepages=16 hugepagesz=1G hugepages=8", want) == want
+    assert filters.cmdline_missing("hugepagesz=2M hugepages=512 hugepagesz=1G hugepages=16", want) == []
+
+
+def test_cmdline_fresh_node(filters) -> None:
+    assert filters.cmdline_missing("BOOT_IMAGE=/vmlinuz ro quiet", DESIRED) == DESIRED
+
+
+def test_cmdline_stale_parameters(filters) -> None:
+    running = "ro iommu=pt processor.max_cstate=1 hugepagesz=1G hugepages=16 intel_idle.max_cstate=0 quiet"
+    assert filters.cmdline_stale(running, ["processor.max_cstate=1", "iommu=pt"], MANAGED) == [
+        "hugepagesz=1G",
+        "hugepages=16",
+        "intel_idle.max_cstate=0",
+    ]
+    # a different value of a wanted single-valued key is "missing", not "stale"
+    assert filters.cmdline_stale("iommu=off", ["iommu=pt"], MANAGED) == []
+    assert filters.cmdline_missing("iommu=off", ["iommu=pt"]) == ["iommu=pt"]
+
+
+def test_package_specs(filters) -> None:
+    ps = filters.package_specs
+    assert ps(["nvidia-driver-570"], "570.133.20", "Debian") == ["nvidia-driver-570=570.133.20*"]
+    assert ps(["datacenter-gpu-manager-4-cuda12"], "4.2.3", "Debian", "1") == ["datacenter-gpu-manager-4-cuda12=1:4.2.3*"]
+    assert ps(["nvidia-driver", "kmod-nvidia-latest-dkms"], "570.133.20", "RedHat", "3") == [
+        "nvidia-driver-3:570.133.20",
+        "kmod-nvidia-latest-dkms-3:570.133.20",
+    ]
+    assert ps(["nvidia-fabric-manager"], "570.133.20", "RedHat", "") == ["nvidia-fabric-manager-570.133.20"]
+    assert ps(["datacenter-gpu-manager-4-cuda12"], "", "RedHat", "1") == ["datacenter-gpu-manager-4-cuda12"]
+    assert ps("nvidia-driver-570", "570.133.20", "Debian") == ["nvidia-driver-570=570.133.20*"]
+    with pytest.raises(Exception, match="unsupported OS family"):
+        ps(["x"], "1.0", "Suse")
+
+
+def test_apt_version_pattern(filters) -> None:
+    assert filters.apt_version_pattern("570.133.20") == "570.133.20*"
+    assert filters.apt_version_pattern("4.2.3", "1") == "1:4.2.3*"
+    assert filters.apt_version_pattern("1:4.2.3", "1") == "1:4.2.3*"
+    with pytest.raises(Exception, match="empty version"):
+        filters.apt_version_pattern("")
+
+
+MLXCONFIG_Q = """
+Device #1:
+----------
+
+Device type:    ConnectX7
+Name:           MCX75310AAS-NEA_Ax
+Description:    NVIDIA ConnectX-7 HHHL Adapter Card; 400GbE / NDR IB (default mode); Single-port OSFP
+Device:         0000:18:00.0
+
+Configurations:                                      Default             Current             Next Boot
+*       PCI_WR_ORDERING                             per_mkey(0)         force_relax(1)      force_relax(1)
+        ATS_ENABLED                                 False(0)            False(0)            False(0)
+"""
+
+
+def test_mlxconfig_parse_and_match(mlxconfig) -> None:
+    vals = mlxconfig.parse_query(MLXCONFIG_Q, ["PCI_WR_ORDERING", "ATS_ENABLED"])
+    assert vals["PCI_WR_ORDERING"] == {"default": "per_mkey(0)", "current": "force_relax(1)",
+                                       "next_boot": "force_relax(1)"}
+    assert mlxconfig.matches(vals["ATS_ENABLED"]["next_boot"], False)
+    assert mlxconfig.matches(vals["ATS_ENABLED"]["next_boot"], "0")
+    assert mlxconfig.matches(vals["PCI_WR_ORDERING"]["next_boot"], "force_relax")
+    assert mlxconfig.matches(vals["PCI_WR_ORDERING"]["next_boot"], 1)
+    assert not mlxconfig.matches(vals["PCI_WR_ORDERING"]["next_boot"], "per_mkey")
+    assert mlxconfig.setting_text(True) == "1"
