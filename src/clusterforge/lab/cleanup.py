@@ -7,7 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from clusterforge.lab import config, names, net, procs
+from clusterforge.lab import config, hostsys, names, net, procs
 from clusterforge.lab.slurm import MUNGE_SOCKET_DIR
 
 
@@ -58,6 +58,7 @@ def leftovers() -> dict[str, list[str]]:
         "bridges": [n for n in net.links() if names.is_lab_bridge(n)],
         "mounts": _lab_mounts(),
         "munge": [str(MUNGE_SOCKET_DIR)] if MUNGE_SOCKET_DIR.exists() else [],
+        "sysctl": [str(hostsys._saved_file())] if hostsys._saved_file().exists() else [],
     }
 
 
@@ -81,4 +82,5 @@ def purge() -> dict[str, list[str]]:
             f.unlink(missing_ok=True)
         MUNGE_SOCKET_DIR.rmdir()
     net.release_netns_dir()
+    hostsys.restore_limits()
     return found

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.errors import ClusterforgeError
-from clusterforge.lab import cleanup, config, image, labplan, net, node, procs, sshkeys
+from clusterforge.lab import cleanup, config, hostsys, image, labplan, net, node, procs, sshkeys
 from clusterforge.lab.labplan import LabNode, LabPlan
 from clusterforge.lab.repo import AptRepo
 from clusterforge.lab.slurm import SlurmController, controller_name
@@ -67,17 +67,44 @@ class Lab:
 
     def _prereqs(self) -> None:
         """What a single node needs: image, bridges, keys (cheap when present)."""
+        self._check_conflicts()
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o755)
+        hostsys.raise_limits()
         self.lower()
         net.ensure_bridges(self.plan)
         sshkeys.client_key(self.ssh_dir, self.cluster)
         sshkeys.write_known_hosts(self.ssh_dir, self.plan.nodes)
         self.slurm.ensure_key()
 
+    def _others(self) -> list[Path]:
+        return [d for d in self.root.parent.iterdir() if d.is_dir() and d != self.root]
+
+    def _check_conflicts(self) -> None:
+        """Refuse to share addresses with another cluster's running nodes (one /24 on cfbr0 for all)."""
+        mine = {n.mgmt_ip for n in self.plan.nodes}
+        if not self.root.parent.is_dir():
+            return
+        for other in self._others():
+            for f in other.glob("nodes/*/node-plan.json"):
+                if node.supervisor_pid(node.NodePaths(f.parent)) is None:
+                    continue
+                ip = json.loads(f.read_text()).get("mgmt_ip")
+                if ip in mine:
+                    raise LabError(
+                        f"{other.name}/{f.parent.name} runs on {ip}, an address of this plan: "
+                        f"stop that lab first (clusterforge lab down --plan ...)"
+                    )
+
     def infra_up(self) -> None:
         """Image, bridges, SSH keys, Slurm controller, apt repository server."""
         self._prereqs()
+        for other in self._others():
+            if any(SlurmController(other).running().values()):
+                raise LabError(
+                    f"the lab of cluster {other.name} runs its Slurm controller (port "
+                    f"{config.SLURMCTLD_PORT}): stop it first (clusterforge lab down --plan ...)"
+                )
         self.slurm.start(self.plan, os.cpu_count() or 1)
         self.repo.build()
         self.repo.start()
@@ -89,6 +116,7 @@ class Lab:
         if not net.lab_netns():
             net.remove_bridges()
             net.release_netns_dir()
+            hostsys.restore_limits()
 
     # -- whole lab -----------------------------------------------------------------------------------
     def up(self, wait: bool = True, timeout: float = 120.0) -> None:
