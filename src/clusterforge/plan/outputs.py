@@ -114,6 +114,7 @@ def write_outputs(plan: Plan, out_root: Path, *, svg: bool = True) -> Path:
     dest = out_root / plan.name
     out_root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{plan.name}-", dir=out_root))
+    tmp.chmod(0o755)  # mkdtemp makes it 0700; the inventory is read by other users (ansible, CI)
     try:
         (tmp / "group_vars").mkdir()
         _write(tmp / "plan.json", plan_json_chunks(plan))

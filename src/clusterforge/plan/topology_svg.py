@@ -50,7 +50,8 @@ def _fabric_summary(f: Fabric, out: list[str]) -> None:
         out.append(f"  {_q(f.name + ' spines')} -- {_q(f.name + ' cores')};")
     up = f.name + (" spines")
     for su in range(f.scalable_units):
-        label = f"SU {su + 1}\\n{f.rails} leaves\\n{f.su_size} nodes"
+        present = min(f.su_size, f.nodes - su * f.su_size)  # the last SU may be partly populated
+        label = f"SU {su + 1}\\n{f.rails} leaves\\n{present} nodes"
         out.append(f"  {_q(f'{f.name} su{su + 1}')} [shape=folder, label={_q(label)}];")
         out.append(f"  {_q(f'{f.name} su{su + 1}')} -- {_q(up)};")
 

@@ -126,7 +126,10 @@ def load_yaml_text(text: str, file: str = "<string>") -> SourceDoc:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        what = " ".join(x for x in (exc.context, exc.problem) if x) or str(exc)
+        what = exc.problem or str(exc)
+        if exc.context:
+            cm = exc.context_mark
+            what += f" ({exc.context}{f' that starts at line {cm.line + 1}' if cm else ''})"
         raise InputError(
             [Problem(file, "", "valid YAML", what, "fix the YAML syntax at that line", line)],
             "invalid YAML",

@@ -35,6 +35,7 @@ def test_writes_every_file(example, tmp_path) -> None:
     p = example("lab")
     dest = write_outputs(p, tmp_path, svg=False)
     assert dest == tmp_path / "lab"
+    assert dest.stat().st_mode & 0o777 == 0o755
     assert sorted(_tree(dest)) == FILES
     assert [x.name for x in tmp_path.iterdir()] == ["lab"]  # no temporary folders left
     assert json.loads((dest / "plan.json").read_text()) == p.doc

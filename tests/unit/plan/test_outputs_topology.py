@@ -42,6 +42,13 @@ def test_sixteen_sus_show_su_blocks_not_nodes(example) -> None:
     assert "SU 16\\n8 leaves\\n32 nodes" in dot
 
 
+def test_partial_last_su_shows_its_nodes(plan_text, spec_text, edit) -> None:
+    # 500 nodes in SUs of 32: 15 full SUs and a 16th with 20 nodes
+    text = edit(spec_text("b200-ib-16su"), "    count: 512\n", "    count: 500\n")
+    dot = topology_dot(plan_text(text))
+    assert "SU 15\\n8 leaves\\n32 nodes" in dot and "SU 16\\n8 leaves\\n20 nodes" in dot
+
+
 @pytest.mark.skipif(
     shutil.which("dot") is None, reason="Graphviz `dot` is not installed (apt install graphviz)"
 )
