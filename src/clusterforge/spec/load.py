@@ -150,10 +150,11 @@ def _inline_skus(data: dict[str, Any], doc: SourceDoc) -> tuple[dict[str, Any], 
             broken.add(name)
             out.append(name)
             continue
-        for path, expected, found, fix in sku_problems(sku):
+        own = sku_problems(sku)
+        for path, expected, found, fix in own:
             full = ("skus", i, *path)
             problems.append(Problem(doc.file, format_path(full), expected, found, fix, doc.line_of(full)))
-        if problems:
+        if own:
             broken.add(sku.name)
             out.append(sku.name)
         else:

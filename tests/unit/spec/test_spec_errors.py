@@ -284,6 +284,16 @@ def test_bad_inline_sku_rail_maps_to_gpu_9() -> None:
     assert "GPU" in p.fix
 
 
+def test_a_bad_inline_sku_does_not_taint_the_next_one() -> None:
+    two = _inline_sku("bad-h100", 9) + _inline_sku("good-h100", 0)
+    text = edit(LAB, "  - h100-sxm-8x400g-ib\npools", "  - h100-sxm-8x400g-ib\n" + two + "pools")
+    text = edit(text, "    sku: h100-sxm-8x400g-ib\n", "    sku: good-h100\n")
+    text = edit(text, "power_kw: 45", "power_kw: 30")
+    # the rack only exceeds 30 kW if the ib pool's good-h100 nodes (2 x 10.2 kW) are counted
+    paths = sorted(p.path for p in problems(text))
+    assert paths == ["site.racks.power_kw", "skus[2].compute_nics.rails[0].gpu"]
+
+
 def test_bad_inline_sku_typo_key_has_no_union_noise() -> None:
     text = edit(
         LAB, "  - h100-sxm-8x400g-ib\npools", "  - h100-sxm-8x400g-ib\n" + _inline_sku("my-h100", 0) + "pools"
