@@ -107,6 +107,12 @@ def wrap(command: str, timeout: int) -> str:
     )
 
 
+def _tool(command: str) -> str:
+    """The program a command line runs first (`nvidia-smi` of `nvidia-smi topo -m`)."""
+    words = command.split()
+    return words[0] if words else command
+
+
 def _short(text: str) -> str:
     return text if len(text) <= KEEP else text[:KEEP] + f"\n[... {len(text) - KEEP} more characters]"
 
@@ -124,6 +130,7 @@ class Probe:
         self.timeout = int(timeout)
         self._cache: dict[str, tuple[int, str, str] | CheckError] = {}
         self._unreachable: Unreachable | None = None
+        self._hung: dict[str, str] = {}  # tool -> the command that hung: the tool is not run again
         self.log: list[CommandRecord] = []
         self.notes: dict[str, Any] = {}
         self.attempts: list[Attempt] = []
@@ -180,6 +187,12 @@ class Probe:
         if self._unreachable is not None:
             raise Unreachable(str(self._unreachable), command=command)
         t = int(timeout or self.timeout)
+        tool = _tool(command)
+        if tool in self._hung:
+            self.log.append(CommandRecord(command, None, 0.0, error=f"{tool} hung earlier", cached=True))
+            raise CheckError(
+                f"`{tool}` hung earlier on {self.node} (`{self._hung[tool]}`): not run again", command=command
+            )
         key = f"{t}\0{command}"
         if cache and key in self._cache:
             hit = self._cache[key]
@@ -207,10 +220,11 @@ class Probe:
         return self._judge(command, t, rc, out, err, tuple(ok))
 
     def _judge(self, command: str, t: int, rc: int, out: str, err: str, ok: tuple[int, ...]) -> str:
-        tool = command.split()[0] if command.split() else command
+        tool = _tool(command)
         if rc in ok:
             return out
         if rc in RC_TIMEOUT:
+            self._hung.setdefault(tool, command)
             raise CheckError(f"`{command}` hung: no result within {t} s (killed)", command=command)
         if rc == RC_NOT_FOUND:
             raise CheckError(

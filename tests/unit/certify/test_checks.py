@@ -75,7 +75,7 @@ def test_errors_are_cached_so_a_hung_tool_costs_one_timeout(probe: Probe) -> Non
     with pytest.raises(CheckError, match="hung"):
         probe.run("sleep 30", timeout=1)
     assert time.monotonic() - start < 0.5
-    assert probe.log[-1].cached and probe.log[-1].rc == 124
+    assert probe.log[-1].cached
 
 
 def test_unreachable_is_error_and_short_circuits(tmp_path: Any) -> None:
@@ -168,3 +168,15 @@ class TestMeasure:
         ev = probe.take_evidence()
         assert ev["attempts"][0]["value"] == 2.0 and ev["notes"] == {"k": "v"}
         assert probe.take_evidence() == {"commands": []}
+
+
+def test_a_tool_that_hung_is_not_run_again(probe: Probe, tmp_path: Any) -> None:
+    tool = tmp_path / "slowtool"
+    tool.write_text("#!/bin/sh\nsleep 30\n")
+    tool.chmod(0o755)
+    with pytest.raises(CheckError, match="hung"):
+        probe.run(f"{tool} -q", timeout=1)
+    start = time.monotonic()
+    with pytest.raises(CheckError, match=r"hung earlier .* not run again"):
+        probe.run(f"{tool} topo -m", timeout=1)
+    assert time.monotonic() - start < 0.5
