@@ -31,7 +31,7 @@ def match_name(wanted, available, mode):
 
 
 def _fmt(attrs):
-    return ", ".join("%s=%s" % (k, attrs[k]) for k in sorted(attrs))
+    return ", ".join(f"{k}={attrs[k]}" for k in sorted(attrs))
 
 
 def bios_plan(current, staged, vendor_map, extra=None):
@@ -72,9 +72,9 @@ def bios_plan(current, staged, vendor_map, extra=None):
     if pending:
         reason = "bios: " + _fmt(pending)
         if foreign:
-            reason += " (also staged outside clusterforge: %s)" % _fmt(foreign)
+            reason += f" (also staged outside clusterforge: {_fmt(foreign)})"
     elif foreign:
-        reason = "bios: %s (staged outside clusterforge)" % _fmt(foreign)
+        reason = f"bios: {_fmt(foreign)} (staged outside clusterforge)"
     return {
         "unknown": sorted(unknown),
         "ambiguous": ambiguous,
@@ -95,10 +95,11 @@ def bios_system_uri(entries, system_id=""):
     if system_id:
         hits = [u for u in uris if u.rstrip("/").rsplit("/", 1)[-1] == system_id]
         if len(hits) != 1:
-            return ["", "no ComputerSystem %r on this BMC (it has: %s)" % (system_id, ", ".join(uris) or "none")]
+            have = ", ".join(uris) or "none"
+            return ["", f"no ComputerSystem {system_id!r} on this BMC (it has: {have})"]
         return [hits[0], ""]
     if len(uris) != 1:
-        return ["", "the BMC has %d ComputerSystems (%s): set bios_system_id" % (len(uris), ", ".join(uris))]
+        return ["", f"the BMC has {len(uris)} ComputerSystems ({', '.join(uris)}): set bios_system_id"]
     return [uris[0], ""]
 
 
