@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from ansible.inventory.manager import InventoryManager
+from ansible.parsing.dataloader import DataLoader
+from ansible.vars.manager import VariableManager
 
 from clusterforge.plan.outputs import write_outputs
-
-ansible_inventory = pytest.importorskip("ansible.inventory.manager")
-from ansible.parsing.dataloader import DataLoader  # noqa: E402
-from ansible.vars.manager import VariableManager  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def lab_inventory(example, tmp_path_factory):
     dest = write_outputs(example("lab"), tmp_path_factory.mktemp("gen"), svg=False)
     loader = DataLoader()
-    inv = ansible_inventory.InventoryManager(loader=loader, sources=[str(dest / "hosts.yml")])
+    inv = InventoryManager(loader=loader, sources=[str(dest / "hosts.yml")])
     return inv, VariableManager(loader=loader, inventory=inv)
 
 
