@@ -40,8 +40,9 @@ class Redfish:
         self.timeout = timeout
 
     def get(self, path: str) -> dict[str, Any]:
-        req = urllib.request.Request(self.base + path, headers={"Authorization": self._auth,
-                                                                "Accept": "application/json"})
+        req = urllib.request.Request(
+            self.base + path, headers={"Authorization": self._auth, "Accept": "application/json"}
+        )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout, context=self._ctx) as resp:
                 data = json.loads(resp.read().decode())
@@ -63,8 +64,9 @@ class Redfish:
         if system_id:
             uris = [u for u in uris if u.rstrip("/").rsplit("/", 1)[-1] == system_id]
         if len(uris) != 1:
-            raise CheckError(f"BMC {self.base}: {len(uris)} ComputerSystems match "
-                             f"(bios_system_id={system_id or 'unset'})")
+            raise CheckError(
+                f"BMC {self.base}: {len(uris)} ComputerSystems match (bios_system_id={system_id or 'unset'})"
+            )
         link = self.get(uris[0]).get("Bios", {}).get("@odata.id")
         if not link:
             raise CheckError(f"BMC {self.base}: {uris[0]} has no Bios resource")
@@ -74,8 +76,16 @@ class Redfish:
         return dict(res.get("Attributes") or {}), dict(staged or {})
 
 
-def judge(node: str, address: str, vendor: str, expected: list[bios.Expected], current: dict[str, Any],
-          staged: dict[str, Any], mode: str, extra: dict[str, Any] | None = None) -> None:
+def judge(
+    node: str,
+    address: str,
+    vendor: str,
+    expected: list[bios.Expected],
+    current: dict[str, Any],
+    staged: dict[str, Any],
+    mode: str,
+    extra: dict[str, Any] | None = None,
+) -> None:
     """Raise CheckFailed naming every attribute that is not as expected (with its expected and found
     value, and the staged value when a reboot would fix it)."""
     findings = bios.compare(expected, current, mode, extra)
@@ -91,9 +101,12 @@ def judge(node: str, address: str, vendor: str, expected: list[bios.Expected], c
         elif f.detail:
             text += f" (governed by {f.detail})"
         found.append(text)
-    raise CheckFailed(f"BIOS attributes of {node} (BMC {address}, {vendor})",
-                      ", ".join(f"{f.name}={f.expected}" for f in findings), ", ".join(found),
-                      FIX.render(node))
+    raise CheckFailed(
+        f"BIOS attributes of {node} (BMC {address}, {vendor})",
+        ", ".join(f"{f.name}={f.expected}" for f in findings),
+        ", ".join(found),
+        FIX.render(node),
+    )
 
 
 @cache
@@ -121,5 +134,13 @@ def test_bios_attributes(node: NodeExpect, bios_plan_doc: dict[str, Any]) -> Non
     ca = os.environ.get("CLUSTERFORGE_BMC_CA") or node.knobs.get("bios_ca_path") or None
     client = Redfish(bmc["address"], user, password, ca, float(node.timeout))
     current, staged = client.bios(str(node.knobs.get("bios_system_id") or ""))
-    judge(node.name, bmc["address"], vendor, bios.resolve(vendor, node.tuning), current, staged,
-          bios.maps()[vendor].match, node.knobs.get("bios_extra_attributes") or {})
+    judge(
+        node.name,
+        bmc["address"],
+        vendor,
+        bios.resolve(vendor, node.tuning),
+        current,
+        staged,
+        bios.maps()[vendor].match,
+        node.knobs.get("bios_extra_attributes") or {},
+    )

@@ -14,7 +14,10 @@ pytestmark = pytest.mark.quick
 
 def expected_conf(node: NodeExpect) -> dict[str, str]:
     """The settings the nccl role writes, from the plan and the role knobs beside it."""
-    want = {"NCCL_SOCKET_IFNAME": node.mgmt_netdev}
+    want = {
+        "NCCL_IB_HCA": "=" + ",".join(f"{r.hca}:{r.port}" for r in node.rails),
+        "NCCL_SOCKET_IFNAME": node.mgmt_netdev,
+    }
     if "nccl_net_gdr_level" in node.knobs:
         want["NCCL_NET_GDR_LEVEL"] = str(node.knobs["nccl_net_gdr_level"])
     if node.roce:

@@ -108,8 +108,10 @@ def test_nccl_conf(roce_node: NodeExpect) -> None:
         }
     )
     cmd = "if [ -f /etc/nccl.conf ]; then cat /etc/nccl.conf; fi"
+    hca = ",".join(f"mlx5_{i}:1" for i in range(8))
     conf = (
-        "# managed\nNCCL_SOCKET_IFNAME==mgmt0\nNCCL_NET_GDR_LEVEL=PXB\nNCCL_IB_GID_INDEX=3\nNCCL_IB_TC=106\n"
+        f"# managed\nNCCL_IB_HCA=={hca}\nNCCL_SOCKET_IFNAME==mgmt0\nNCCL_NET_GDR_LEVEL=PXB\n"
+        "NCCL_IB_GID_INDEX=3\nNCCL_IB_TC=106\n"
     )
     nccl.test_conf(node, FakeNode({cmd: (0, conf)}))
     with pytest.raises(CheckFailed, match="NCCL_IB_TC=<absent>"):
