@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,16 @@ class CertificatesMixin(Database):
             sql += " AND (c.run_id IS NULL OR r.status IN ('passed', 'failed'))"
         rows = self._all(sql + " ORDER BY c.issued_at DESC, c.recorded_at DESC", tuple(args))
         return [json.loads(r["body"]) for r in rows]
+
+    def latest_certificates(
+        self, cluster: str, nodes: Iterable[str], tier: str | None = None
+    ) -> dict[str, dict[str, Any] | None]:
+        """Newest certificate of each node of `cluster` (finished runs only; None when it has none)."""
+        out: dict[str, dict[str, Any] | None] = {}
+        for node in nodes:
+            mine = [c for c in self.certificates(node, tier) if c.get("cluster") in (cluster, None)]
+            out[node] = mine[0] if mine else None
+        return out
 
     def issue_certificate(self, cert: Mapping[str, Any], root: Path | None = None) -> Path:
         """Write the certificate atomically to the certificates folder and record it here."""
@@ -177,3 +187,11 @@ class Store(RunsMixin, ResultsMixin, PartsMixin, CertificatesMixin, EventsMixin)
             f" WHERE NOT EXISTS (SELECT 1 FROM main.{table} m WHERE {match})"
         )
         return cur.rowcount
+
+
+def latest_certificates(
+    cluster: str, nodes: Iterable[str], *, tier: str | None = None, db: str | Path | None = None
+) -> dict[str, dict[str, Any] | None]:
+    """`Store.latest_certificates` on the default database (or `db`)."""
+    with Store(db) as store:
+        return store.latest_certificates(cluster, nodes, tier)

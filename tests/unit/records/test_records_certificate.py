@@ -299,3 +299,19 @@ def test_cli_list(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "quick  pass" in res.output and "valid" in res.output
     res = CliRunner().invoke(app, ["list", "nobody", "--db", str(db)])
     assert "no certificates" in res.output
+
+
+def test_latest_certificates_per_node(tmp_path: Path) -> None:
+    from clusterforge.records.store import latest_certificates
+
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        old = make(issued_at=NOW - timedelta(days=2), run_id=None)
+        new = make(tier="full", issued_at=NOW, run_id=None)
+        other_cluster = make(cluster="prod", node="ib-02", issued_at=NOW, run_id=None)
+        unfinished = make(node="ib-02", issued_at=NOW, run_id="run-unknown")  # its run is not recorded
+        for c in (old, new, other_cluster, unfinished):
+            store.record_certificate(c)
+    got = latest_certificates("lab", ["ib-01", "ib-02"], db=db)
+    assert got == {"ib-01": new, "ib-02": None}
+    assert latest_certificates("lab", ["ib-01"], tier="quick", db=db) == {"ib-01": old}
