@@ -1,0 +1,100 @@
+"""Certification against the session lab, provisioned once.
+
+Uses the lead's session fixture `provisioned_lab` when the suite has it; otherwise provisions the session
+lab by hand once (`clusterforge provision` flow: site.yml, drain → reboot → resume). Records, certificates
+and JSON reports go to a private folder; Slurm is the lab's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+SPEC = REPO / "inventory" / "clusters" / "lab.yaml"
+
+
+@dataclass
+class CertifyLab:
+    lab: Any
+    doc: dict[str, Any]
+    inventory: Path
+    spec: Path
+    out: Path
+    runs: int = 0
+
+    @property
+    def nodes(self) -> list[str]:
+        return [n["name"] for n in self.doc["nodes"]]
+
+    def pool(self) -> Any:
+        from clusterforge.certify.admit import pool_for
+
+        return pool_for(self.doc)
+
+    def certify(
+        self, tier: str = "quick", limit: str | None = None, admit: bool = True
+    ) -> tuple[int, dict[str, Any]]:
+        import json
+
+        from rich.console import Console
+
+        from clusterforge.certify.pipeline import Outputs, certify_flow
+
+        self.runs += 1
+        out = self.out / f"run{self.runs}-{tier}.json"
+        log = (self.out / f"run{self.runs}-{tier}.log").open("w")
+        rc = certify_flow(
+            self.spec,
+            tier,
+            limit,
+            admit,
+            Console(file=log, width=200),
+            Outputs(json=out, junit=out.with_suffix(".xml")),
+        )
+        log.close()
+        return rc, json.loads(out.read_text())
+
+
+@pytest.fixture(scope="session")
+def certify_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("certify")
+    saved = {k: os.environ.get(k) for k in ("CLUSTERFORGE_DB", "CLUSTERFORGE_CERT_DIR")}
+    os.environ["CLUSTERFORGE_DB"] = str(root / "records.db")
+    os.environ["CLUSTERFORGE_CERT_DIR"] = str(root / "certs")
+    yield root
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _provision_by_hand(lab: Any) -> None:
+    from rich.console import Console
+
+    from clusterforge.run.pipeline import provision_flow
+    from clusterforge.run.provision import Options
+
+    with open(os.devnull, "w") as sink:
+        rc = provision_flow(SPEC, Options(), Console(file=sink))
+    assert rc == 0, "provisioning the session lab failed (see `clusterforge provision` output)"
+
+
+@pytest.fixture(scope="session")
+def certify_lab(request: pytest.FixtureRequest, certify_env: Path) -> CertifyLab:
+    from clusterforge.run.pipeline import load_plan
+
+    plan, inventory = load_plan(SPEC)  # writes inventory/generated/lab/ before the lab reads its plan
+    try:
+        lab = request.getfixturevalue("provisioned_lab")
+    except pytest.FixtureLookupError:
+        lab = request.getfixturevalue("lab")
+        _provision_by_hand(lab)
+    assert getattr(lab, "cluster", plan.doc["cluster"]) == plan.doc["cluster"]
+    return CertifyLab(lab, plan.doc, inventory, SPEC, certify_env)

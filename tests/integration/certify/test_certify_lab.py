@@ -1,0 +1,270 @@
+"""Certification on the provisioned lab: a clean lab certifies and is admitted in Slurm; every fault kind
+makes exactly its checks fail (or error) and drains the node with that reason; clearing it re-admits;
+unreachable, hung-tool, noisy and interrupted runs; a spec change that does not touch a node."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from .conftest import CertifyLab
+
+pytestmark = pytest.mark.lab
+
+# fault -> (params, checks that must not pass, checks allowed not to pass (regexes), verdict)
+FAULTS: dict[str, tuple[dict[str, Any], set[str], str, str]] = {
+    "gpu-missing": (
+        {"gpu": 3},
+        {"gpu.count", "gpu.nvlink", "gpu.topology"},
+        r"gpu\.(count|nvlink|topology)|rdma\.numa\[rail[3-7]\]",
+        "fail",
+    ),
+    "pfc-off": ({"rail": 2}, {"rdma.roce_qos[rail2]"}, r"rdma\.roce_qos\[rail2\]", "fail"),
+    "xid-79": (
+        {"gpu": 5},
+        {"gpu.xid", "gpu.count"},
+        r"gpu\.(xid|count|nvlink|topology)|rdma\.numa\[rail[5-7]\]",
+        "fail",
+    ),
+    "rail-down": (
+        {"rail": 1},
+        {"rdma.port[rail1]", "rdma.netdev[rail1]"},
+        r"rdma\.(port|netdev|active_mtu|roce_gid)\[rail1\]",
+        "fail",
+    ),
+    "row-remap-pending": ({"gpu": 2}, {"gpu.remapped_rows"}, r"gpu\.remapped_rows", "fail"),
+    "mtu-reverted": (
+        {"rail": 4},
+        {"rdma.netdev[rail4]", "rdma.active_mtu[rail4]"},
+        r"rdma\.(netdev|active_mtu)\[rail4\]",
+        "fail",
+    ),
+    "ecc-uncorrectable": (
+        {"gpu": 1},
+        {"gpu.ecc_errors", "gpu.xid"},
+        r"gpu\.(ecc_errors|xid|remapped_rows)",
+        "fail",
+    ),
+    "rail-half-rate": ({"rail": 6}, {"rdma.port[rail6]"}, r"rdma\.port\[rail6\]", "fail"),
+    "slow-gpu": ({"gpu": 0}, {"gpu.pcie", "gpu.clock_events"}, r"gpu\.(pcie|clock_events)", "fail"),
+    "service-stopped": (
+        {"service": "persistenced"},
+        {"gpu.persistence_mode"},
+        r"gpu\.persistence_mode",
+        "fail",
+    ),
+}
+ROUNDS = [
+    {"roce-01": "gpu-missing", "roce-02": "pfc-off", "ib-01": "xid-79", "ib-02": "rail-down"},
+    {
+        "roce-01": "row-remap-pending",
+        "roce-02": "mtu-reverted",
+        "ib-01": "ecc-uncorrectable",
+        "ib-02": "rail-half-rate",
+    },
+    {"roce-01": "slow-gpu", "roce-02": "service-stopped"},
+]
+#: faults whose kernel-log lines stay until the node reboots ("Xid since boot"); the fix is a reboot
+REBOOT_AFTER = {"xid-79", "ecc-uncorrectable", "row-remap-pending"}
+
+
+def not_passing(doc: dict[str, Any], node: str) -> dict[str, str]:
+    n = next(x for x in doc["nodes"] if x["node"] == node)
+    return {c["check_id"]: c["status"] for c in n["checks"] if c["status"] != "pass"}
+
+
+def node_doc(doc: dict[str, Any], node: str) -> dict[str, Any]:
+    return next(x for x in doc["nodes"] if x["node"] == node)
+
+
+def apply_faults(cl: CertifyLab, faults: dict[str, str], clear: bool = False) -> None:
+    from clusterforge.lab.sim.faults import apply
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(
+            pool.map(
+                lambda item: apply(cl.lab, item[0], item[1], clear=clear, **FAULTS.get(item[1], ({},))[0]),
+                faults.items(),
+            )
+        )
+
+
+def reboot(cl: CertifyLab, nodes: list[str]) -> None:
+    for n in nodes:
+        cl.lab.exec(n, ["systemctl", "reboot"], timeout=30)
+    time.sleep(3)
+    cl.lab.wait_ssh(nodes, timeout=120)
+
+
+def test_fresh_lab_certifies_and_every_node_is_admitted(certify_lab: CertifyLab) -> None:
+    start = time.monotonic()
+    rc, doc = certify_lab.certify()
+    elapsed = time.monotonic() - start
+    bad = {n["node"]: not_passing(doc, n["node"]) for n in doc["nodes"] if n["verdict"] != "pass"}
+    assert rc == 0 and not bad, f"not passing on a freshly provisioned lab: {bad}"
+    states = certify_lab.pool().status(certify_lab.nodes)
+    assert all(s.schedulable for s in states.values()), {n: (s.state, s.reason) for n, s in states.items()}
+    assert all(doc["certificates"].get(n) for n in certify_lab.nodes)
+    assert elapsed < 60, f"quick tier took {elapsed:.1f} s end to end"
+
+
+def test_spec_change_elsewhere_leaves_a_certificate_valid(certify_lab: CertifyLab, tmp_path: Any) -> None:
+    from clusterforge.plan import build_plan
+    from clusterforge.pool import admission
+    from clusterforge.records import Store
+    from clusterforge.spec import load_spec
+
+    spec = tmp_path / "lab.yaml"
+    text = certify_lab.spec.read_text().replace(
+        "  check_timeout_s: 30",
+        "  check_timeout_s: 30\n  thresholds:\n    h100-sxm-8x400g-ib: {ib_write_bw_gbps: 370}",
+    )
+    spec.write_text(text)
+    new = build_plan(load_spec(spec)).doc
+    old_digest = {n["name"]: n["expectation_digest"] for n in certify_lab.doc["nodes"]}
+    new_digest = {n["name"]: n["expectation_digest"] for n in new["nodes"]}
+    assert new["plan_hash"] != certify_lab.doc["plan_hash"]
+    assert [n for n in old_digest if old_digest[n] != new_digest[n]] == ["ib-01", "ib-02"]
+    store = Store()
+    for node, admitted in (("roce-01", True), ("ib-01", False)):
+        d = admission.decide(
+            node, new, store.certificates(node, "quick"), admission.history_from_store(store, node)
+        )
+        assert (d.action == "admit") is admitted, (node, d.reason)
+        if not admitted:
+            assert "old expectation digest" in d.reason
+
+
+@pytest.mark.parametrize("round_no", range(len(ROUNDS)))
+def test_faults_fail_exactly_their_checks_and_drain(certify_lab: CertifyLab, round_no: int) -> None:
+    faults = ROUNDS[round_no]
+    apply_faults(certify_lab, faults)
+    try:
+        rc, doc = certify_lab.certify()
+    finally:
+        apply_faults(certify_lab, faults, clear=True)
+        reboot(certify_lab, [n for n, k in faults.items() if k in REBOOT_AFTER])
+    assert rc == 3
+    states = certify_lab.pool().status(certify_lab.nodes)
+    for node in certify_lab.nodes:
+        found = not_passing(doc, node)
+        if node not in faults:
+            assert not found and states[node].schedulable, (node, found)
+            continue
+        kind = faults[node]
+        _, must, allowed, verdict = FAULTS[kind]
+        assert node_doc(doc, node)["verdict"] == verdict, (node, kind, found)
+        assert must <= set(found), f"{kind} on {node}: expected {must} not to pass; not passing: {found}"
+        extra = {c for c in found if not re.fullmatch(allowed, c)}
+        assert not extra, f"{kind} on {node}: unrelated checks did not pass: {extra}"
+        for c in node_doc(doc, node)["checks"]:
+            if c["status"] == "fail":
+                assert "expected" in c["message"] and "found" in c["message"] and "Fix:" in c["message"], c
+        assert states[node].state == "drained", (node, states[node])
+        assert states[node].reason.startswith("clusterforge: failed "), states[node].reason
+        assert sorted(found)[0] in states[node].reason
+
+
+def test_unreachable_and_hung_tool(certify_lab: CertifyLab) -> None:
+    from clusterforge.lab.sim.faults import apply
+
+    apply(certify_lab.lab, "ib-02", "sshd-stopped")
+    apply(certify_lab.lab, "ib-01", "hung-tool", tool="nvidia-smi")
+    start = time.monotonic()
+    try:
+        rc, doc = certify_lab.certify()
+    finally:
+        apply(certify_lab.lab, "ib-02", "sshd-stopped", clear=True)
+        apply(certify_lab.lab, "ib-01", "hung-tool", clear=True)
+    elapsed = time.monotonic() - start
+    timeout = int(certify_lab.doc["certification"]["check_timeout_s"])
+    assert rc == 3 and elapsed < timeout + 45, f"took {elapsed:.0f} s with a hung nvidia-smi"
+    gone = node_doc(doc, "ib-02")
+    assert (gone["status"], gone["verdict"]) == ("unreachable", "error")
+    hung = not_passing(doc, "ib-01")
+    assert node_doc(doc, "ib-01")["verdict"] == "error"
+    assert hung and set(hung.values()) == {"error"}, hung
+    assert {"gpu.count", "gpu.xid", "software.driver", "inventory.parts"} - {"gpu.xid"} <= set(hung)
+    assert "gpu.xid" not in hung  # dmesg still answers
+    states = certify_lab.pool().status(["ib-01", "ib-02"])
+    assert states["ib-02"].reason == "clusterforge: unreachable (ssh.reachable)"
+    assert states["ib-01"].state == "drained" and not states["ib-01"].schedulable
+    for n in ("roce-01", "roce-02"):
+        assert node_doc(doc, n)["verdict"] == "pass"
+
+
+def test_full_tier_noisy_passes_slow_nic_fails(certify_lab: CertifyLab) -> None:
+    from clusterforge.lab.sim.faults import apply
+
+    for n in ("roce-01", "roce-02"):  # the full tier's tools (not installed by the roles yet)
+        certify_lab.lab.exec(
+            n,
+            ["apt-get", "install", "-y", "-q", "clusterforge-sim-nvbandwidth", "clusterforge-sim-nccl-tests"],
+            timeout=300,
+            check=True,
+        )
+    apply(certify_lab.lab, "roce-01", "slow-nic", rail=3)
+    apply(certify_lab.lab, "roce-02", "noisy")
+    try:
+        rc, doc = certify_lab.certify(tier="full", limit="roce-01,roce-02")
+    finally:
+        apply(certify_lab.lab, "roce-01", "slow-nic", clear=True)
+        apply(certify_lab.lab, "roce-02", "noisy", clear=True)
+    assert rc == 3
+    assert node_doc(doc, "roce-02")["verdict"] == "pass", not_passing(doc, "roce-02")
+    assert not_passing(doc, "roce-01") == {"performance.ib_write_bw[rail3]": "fail"}
+    slow = next(
+        c for c in node_doc(doc, "roce-01")["checks"] if c["check_id"] == "performance.ib_write_bw[rail3]"
+    )
+    attempts = slow["evidence"]["attempts"]
+    assert len(attempts) == int(certify_lab.doc["certification"]["perf_attempts"])
+    assert all(not a["passed"] for a in attempts)
+    states = certify_lab.pool().status(["roce-01", "roce-02"])
+    assert states["roce-02"].schedulable and states["roce-01"].state == "drained"
+
+
+def test_interrupted_run_leaves_no_false_pass(certify_lab: CertifyLab) -> None:
+    from clusterforge.records import Store
+
+    store = Store()
+    before = {r.id for r in store.runs(kind="certify")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clusterforge.cli", "certify", str(certify_lab.spec), "--admit"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    run = None
+    while time.monotonic() < deadline and run is None:
+        time.sleep(0.2)
+        run = next((r for r in store.runs(kind="certify") if r.id not in before), None)
+    assert run is not None, "the runner did not start a run"
+    workdir = store.path.parent / "certify" / run.id
+    while time.monotonic() < deadline and not any(p.stat().st_size > 2000 for p in workdir.glob("*.jsonl")):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    time.sleep(2)
+    assert run.id in store.mark_stale_incomplete() or store.get_run(run.id).status == "incomplete"
+    assert store.get_run(run.id).status == "incomplete"
+    assert not store.node_results(run.id)
+    assert all(
+        c["issuer"]["run_id"] != run.id for n in certify_lab.nodes for c in store.certificates(n, "quick")
+    )
+    left = subprocess.run(["pgrep", "-f", str(workdir)], capture_output=True, text=True).stdout.split()
+    assert not left, f"validator processes outlived the killed runner: {left}"
+
+
+def test_recertify_after_faults_readmits_every_node(certify_lab: CertifyLab) -> None:
+    rc, doc = certify_lab.certify()
+    bad = {n["node"]: not_passing(doc, n["node"]) for n in doc["nodes"] if n["verdict"] != "pass"}
+    assert rc == 0 and not bad, bad
+    states = certify_lab.pool().status(certify_lab.nodes)
+    assert all(s.schedulable for s in states.values()), {n: (s.state, s.reason) for n, s in states.items()}
