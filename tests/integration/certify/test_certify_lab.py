@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 
-from .conftest import CertifyLab
-
 pytestmark = pytest.mark.lab
 
 # fault -> (params, checks that must not pass, checks allowed not to pass (regexes), verdict)
@@ -84,7 +82,7 @@ def node_doc(doc: dict[str, Any], node: str) -> dict[str, Any]:
     return next(x for x in doc["nodes"] if x["node"] == node)
 
 
-def apply_faults(cl: CertifyLab, faults: dict[str, str], clear: bool = False) -> None:
+def apply_faults(cl: Any, faults: dict[str, str], clear: bool = False) -> None:
     from clusterforge.lab.sim.faults import apply
 
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -96,14 +94,14 @@ def apply_faults(cl: CertifyLab, faults: dict[str, str], clear: bool = False) ->
         )
 
 
-def reboot(cl: CertifyLab, nodes: list[str]) -> None:
+def reboot(cl: Any, nodes: list[str]) -> None:
     for n in nodes:
         cl.lab.exec(n, ["systemctl", "reboot"], timeout=30)
     time.sleep(3)
     cl.lab.wait_ssh(nodes, timeout=120)
 
 
-def test_fresh_lab_certifies_and_every_node_is_admitted(certify_lab: CertifyLab) -> None:
+def test_fresh_lab_certifies_and_every_node_is_admitted(certify_lab: Any) -> None:
     start = time.monotonic()
     rc, doc = certify_lab.certify()
     elapsed = time.monotonic() - start
@@ -115,7 +113,7 @@ def test_fresh_lab_certifies_and_every_node_is_admitted(certify_lab: CertifyLab)
     assert elapsed < 60, f"quick tier took {elapsed:.1f} s end to end"
 
 
-def test_spec_change_elsewhere_leaves_a_certificate_valid(certify_lab: CertifyLab, tmp_path: Any) -> None:
+def test_spec_change_elsewhere_leaves_a_certificate_valid(certify_lab: Any, tmp_path: Any) -> None:
     from clusterforge.plan import build_plan
     from clusterforge.pool import admission
     from clusterforge.records import Store
@@ -143,7 +141,7 @@ def test_spec_change_elsewhere_leaves_a_certificate_valid(certify_lab: CertifyLa
 
 
 @pytest.mark.parametrize("round_no", range(len(ROUNDS)))
-def test_faults_fail_exactly_their_checks_and_drain(certify_lab: CertifyLab, round_no: int) -> None:
+def test_faults_fail_exactly_their_checks_and_drain(certify_lab: Any, round_no: int) -> None:
     faults = ROUNDS[round_no]
     apply_faults(certify_lab, faults)
     try:
@@ -172,7 +170,7 @@ def test_faults_fail_exactly_their_checks_and_drain(certify_lab: CertifyLab, rou
         assert sorted(found)[0] in states[node].reason
 
 
-def test_unreachable_and_hung_tool(certify_lab: CertifyLab) -> None:
+def test_unreachable_and_hung_tool(certify_lab: Any) -> None:
     from clusterforge.lab.sim.faults import apply
 
     apply(certify_lab.lab, "ib-02", "sshd-stopped")
@@ -200,7 +198,7 @@ def test_unreachable_and_hung_tool(certify_lab: CertifyLab) -> None:
         assert node_doc(doc, n)["verdict"] == "pass"
 
 
-def test_full_tier_noisy_passes_slow_nic_fails(certify_lab: CertifyLab) -> None:
+def test_full_tier_noisy_passes_slow_nic_fails(certify_lab: Any) -> None:
     from clusterforge.lab.sim.faults import apply
 
     for n in ("roce-01", "roce-02"):  # the full tier's tools (not installed by the roles yet)
@@ -230,7 +228,7 @@ def test_full_tier_noisy_passes_slow_nic_fails(certify_lab: CertifyLab) -> None:
     assert states["roce-02"].schedulable and states["roce-01"].state == "drained"
 
 
-def test_interrupted_run_leaves_no_false_pass(certify_lab: CertifyLab) -> None:
+def test_interrupted_run_leaves_no_false_pass(certify_lab: Any) -> None:
     from clusterforge.records import Store
 
     store = Store()
@@ -262,7 +260,7 @@ def test_interrupted_run_leaves_no_false_pass(certify_lab: CertifyLab) -> None:
     assert not left, f"validator processes outlived the killed runner: {left}"
 
 
-def test_recertify_after_faults_readmits_every_node(certify_lab: CertifyLab) -> None:
+def test_recertify_after_faults_readmits_every_node(certify_lab: Any) -> None:
     rc, doc = certify_lab.certify()
     bad = {n["node"]: not_passing(doc, n["node"]) for n in doc["nodes"] if n["verdict"] != "pass"}
     assert rc == 0 and not bad, bad
