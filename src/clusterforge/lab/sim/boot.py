@@ -5,9 +5,10 @@
    sets it, the NVSwitch fabric is unconfigured until the fabric manager runs, volatile ECC counters reset.
 2. The kernel command line is read from the bootloader config (/boot/grub/grub.cfg, written by
    update-grub) and boot-time hugepages are allocated from it.
-3. Kernel views the container cannot own are mounted at their real paths: tmpfs-backed overlays on
-   /sys/class, /sys/devices/virtual/net, /sys/devices/system/cpu, /sys/kernel and /sys/module, and files
-   bind-mounted over /proc/cmdline, /proc/meminfo, /proc/modules and the simulated /proc/sys keys.
+3. Kernel views the container cannot own are mounted at their real paths (see :mod:`.mounts`): /sys/class
+   rebuilt on a tmpfs from live bind mounts plus infiniband/, overlays with tmpfs uppers on
+   /sys/devices/system/cpu, /sys/kernel, /sys/module and each RoCE rail's /sys/devices/virtual/net/<if>,
+   and files bind-mounted over /proc/cmdline, /proc/meminfo, /proc/modules and the simulated /proc/sys keys.
 4. Boot modules are "loaded" (mlx5/ib stack; the NVIDIA modules when the driver is installed; anything in
    modules-load.d - systemd-modules-load is skipped in containers), sysctl.d is applied to the simulated
    keys (systemd-sysctl is skipped: /proc/sys is read-only in nspawn), active faults are re-asserted.
@@ -16,22 +17,14 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from typing import Any
 
-from . import faults, grub, klog, kmod, paths, sysfs
+from . import faults, grub, klog, kmod, mounts, paths, sysfs
 from . import state as S
 
-OVERLAYS = ["/sys/class", "/sys/devices/virtual/net", "/sys/devices/system/cpu", "/sys/kernel", "/sys/module"]
-OVL = f"{paths.RUN}/ovl"
 PROC = f"{paths.RUN}/proc"
-REALPROC = f"{paths.RUN}/realproc"
 BOOTED = f"{paths.RUN}/booted"
 HUGE_SIZES = {"1G": "1048576", "1048576K": "1048576", "2M": "2048", "2048K": "2048"}
-
-
-def _run(argv: list[str]) -> None:
-    subprocess.run(argv, check=True, capture_output=True)
 
 
 def parse_hugepages(cmdline: str) -> dict[str, int]:
@@ -80,69 +73,9 @@ def transition(st: dict[str, Any]) -> None:
 # ---- mounts ---------------------------------------------------------------------------------------------
 
 
-def mount_views() -> None:
-    """Overlays on the sysfs subtrees and a private procfs for live values (inside the node only)."""
-    os.makedirs(OVL, exist_ok=True)
-    if not os.path.ismount(OVL):
-        _run(["mount", "-t", "tmpfs", "-o", "mode=0755", "clusterforge-sim", OVL])
-    for i, target in enumerate(OVERLAYS):
-        if not os.path.isdir(target) or _mounted_overlay(target):
-            continue
-        up, wk = f"{OVL}/{i}/upper", f"{OVL}/{i}/work"
-        os.makedirs(up, exist_ok=True)
-        os.makedirs(wk, exist_ok=True)
-        _run(
-            [
-                "mount",
-                "-t",
-                "overlay",
-                "clusterforge-sim",
-                "-o",
-                f"lowerdir={target},upperdir={up},workdir={wk}",
-                target,
-            ]
-        )
-    os.makedirs(REALPROC, exist_ok=True)
-    if not os.path.ismount(REALPROC):
-        subprocess.run(
-            ["mount", "-t", "proc", "-o", "nosuid,nodev,noexec", "proc", REALPROC],
-            check=False,
-            capture_output=True,
-        )
-
-
-def _mounted_overlay(target: str) -> bool:
-    for line in paths.read("/proc/self/mountinfo").splitlines():
-        f = line.split()
-        if len(f) > 8 and f[4] == target and "clusterforge-sim" in line:
-            return True
-    return False
-
-
-def bind_file(src: str, target: str) -> None:
-    """Bind-mount src over target (inside a node); under a test root a symlink stands in for the mount."""
-    if paths.in_node():
-        if not _bound(target):
-            _run(["mount", "--bind", src, target])
-        return
-    link = paths.p(target)
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(paths.p(src))
-
-
-def _bound(target: str) -> bool:
-    return any(
-        line.split()[4] == target
-        for line in paths.read("/proc/self/mountinfo").splitlines()
-        if len(line.split()) > 4 and target.startswith("/proc")
-    )
-
-
 def real_proc(name: str) -> str:
     """A /proc file as the kernel shows it (our private procfs once the public one is covered)."""
-    for base in (REALPROC, "/proc") if paths.in_node() else ("/proc",):
+    for base in (mounts.REALPROC, "/proc") if paths.in_node() else ("/proc",):
         text = paths.read(f"{base}/{name}") if paths.in_node() else ""
         if text:
             return text
@@ -193,7 +126,7 @@ def proc_views(st: dict[str, Any]) -> None:
         write_in_place(kmod.HOST_MODULES, paths.read("/proc/modules"))
     kmod.sync_views(st)
     for name in ("cmdline", "meminfo", "modules"):
-        bind_file(f"{PROC}/{name}", f"/proc/{name}")
+        mounts.bind_file(f"{PROC}/{name}", f"/proc/{name}")
     for key in st["kernel"].get("sysctl_keys", sorted(S.DEFAULT_SYSCTL)):
         real = "/proc/sys/" + key.replace(".", "/")
         if paths.in_node() and not os.path.exists(real):
@@ -202,7 +135,7 @@ def proc_views(st: dict[str, Any]) -> None:
         if key == "vm.nr_hugepages":
             value = str(st["kernel"]["hugepages"].get("2048", 0))
         write_in_place(f"{PROC}/sys/{key}", value + "\n")
-        bind_file(f"{PROC}/sys/{key}", real)
+        mounts.bind_file(f"{PROC}/sys/{key}", real)
 
 
 # ---- sysctl.d -------------------------------------------------------------------------------------------
@@ -263,7 +196,7 @@ def main(argv: list[str]) -> int:
     paths.p(paths.RUN).mkdir(parents=True, exist_ok=True)
     paths.p(klog.KMSG).write_text("")
     if paths.in_node():
-        mount_views()
+        mounts.mount_views()
     with S.locked() as st:
         transition(st)
         klog.log(

@@ -188,8 +188,10 @@ def kerneld(argv: list[str]) -> int:
         try:
             st = S.load()
             sysfs.populate_rdma_cm(st)
+            sysfs.normalize_thp()
             if tick % 10 == 0:
                 sysfs.refresh_ports(st)
+                sysfs.render_ecn(st)  # rails that appeared after boot
                 if st.get("faults"):
                     faults.enforce(st)
             if tick % 25 == 0:

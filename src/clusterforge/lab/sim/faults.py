@@ -8,9 +8,11 @@ through ``lab.exec`` (nsenter), which works with sshd stopped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from . import klog, paths
@@ -107,9 +109,31 @@ def apply(lab: LabLike, node: str, kind: str, clear: bool = False, **params: Any
 # ---- node side ------------------------------------------------------------------------------------------
 
 
+_DEFERRED: list[list[str]] | None = None
+
+
 def _sh(argv: list[str]) -> None:
-    if paths.in_node():
-        subprocess.run(argv, check=False, capture_output=True, timeout=30)
+    """Run a side-effect command in the node (deferred until the state lock is released, see _unlocked)."""
+    if not paths.in_node():
+        return
+    if _DEFERRED is not None:
+        _DEFERRED.append(argv)
+        return
+    subprocess.run(argv, check=False, capture_output=True, timeout=60)
+
+
+@contextlib.contextmanager
+def _after_unlock() -> Iterator[None]:
+    """Collect side effects and run them once the state lock is free (a stopping daemon takes the lock)."""
+    global _DEFERRED
+    _DEFERRED = []
+    try:
+        yield
+        todo = _DEFERRED
+    finally:
+        _DEFERRED = None
+    for argv in todo:
+        _sh(argv)
 
 
 def sync_flags(st: dict[str, Any]) -> None:
@@ -183,7 +207,7 @@ def set_fault(kind: str, items: list[str]) -> dict[str, Any]:
     if kind not in KINDS:
         raise FaultError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}")
     params = _parse_params(kind, items)
-    with S.locked() as st:
+    with _after_unlock(), S.locked() as st:
         if kind == "mtu-reverted":
             params["saved"] = {n["netdev"]: _netdev_mtu(n["netdev"]) or n.get("mtu") for n in st["nics"]}
         st["faults"][kind] = params
@@ -211,7 +235,7 @@ def set_fault(kind: str, items: list[str]) -> dict[str, Any]:
 def clear_fault(kind: str) -> dict[str, Any]:
     if kind not in KINDS and kind != "all":
         raise FaultError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}")
-    with S.locked() as st:
+    with _after_unlock(), S.locked() as st:
         kinds = list(st["faults"]) if kind == "all" else [kind]
         for k in kinds:
             rails = (

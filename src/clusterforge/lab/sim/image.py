@@ -45,7 +45,11 @@ VENDOR = {
     "mlxconfig": "/usr/bin/mlxconfig",
 }
 # shadowed by PATH order: the real tool stays in charge of everything the simulator does not know
-SHADOWED = {"modprobe": "/usr/local/sbin/modprobe", "rmmod": "/usr/local/sbin/rmmod"}
+SHADOWED = {
+    "modprobe": "/usr/local/sbin/modprobe",
+    "rmmod": "/usr/local/sbin/rmmod",
+    "lsmod": "/usr/local/sbin/lsmod",
+}
 
 ENTRY_SCRIPT = f"""#!/usr/bin/python3 -I
 # clusterforge lab hardware simulator: multi-call entry (see /usr/share/doc/clusterforge-sim/README)

@@ -229,3 +229,17 @@ def main(argv: list[str], prog: str = "modprobe") -> int:
             elif not dry:
                 load(st, [n])
     return 0
+
+
+def lsmod(argv: list[str]) -> int:
+    """kmod's lsmod layout from the simulated /proc/modules (used where the kernel has no /proc/modules)."""
+    text = paths.read(PROC_MODULES_SRC) or paths.read("/proc/modules")
+    out = ["Module                  Size  Used by"]
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 4:
+            continue
+        used = f[3].rstrip(",") if f[3] != "-" else ""
+        out.append(f"{f[0]:<19} {f[1]:>8}  {f[2]}" + (f" {used}" if used else ""))
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0

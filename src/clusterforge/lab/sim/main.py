@@ -21,6 +21,7 @@ def _tools() -> dict[str, Callable[[list[str]], int]]:
         "dmesg": klog.main,
         "modprobe": lambda a: kmod.main(a, "modprobe"),
         "rmmod": lambda a: kmod.main(a, "rmmod"),
+        "lsmod": kmod.lsmod,
         "update-grub": lambda a: grub.main(a, "update-grub"),
         "update-grub2": lambda a: grub.main(a, "update-grub"),
         "grub-mkconfig": lambda a: grub.main(a, "grub-mkconfig"),

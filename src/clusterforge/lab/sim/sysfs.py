@@ -195,11 +195,17 @@ def _numa_cpus(st: dict[str, Any], numa: int) -> str:
 
 
 def render_ecn(st: dict[str, Any]) -> None:
-    """/sys/class/net/<rail>/ecn/ (MLNX_OFED layout) via the /sys/devices/virtual/net overlay."""
+    """/sys/class/net/<rail>/ecn/ (MLNX_OFED layout) in each RoCE rail's /sys/devices/virtual/net overlay.
+
+    A rail whose netdev does not exist yet is done later by the sim daemon (``ecn/`` appears with it)."""
+    from . import mounts
+
     for nic in st["nics"]:
         if S.link_layer(nic) != "Ethernet":
             continue
         d = paths.p(f"/sys/devices/virtual/net/{nic['netdev']}/ecn")
+        if (d / "roce_np").exists() or (paths.in_node() and not mounts.rail_overlay(nic["netdev"])):
+            continue
         for point in ("roce_np", "roce_rp"):
             for prio in range(8):
                 put(d / point / "enable" / str(prio), 0)
@@ -350,3 +356,23 @@ def hugepages_now() -> dict[str, int]:
         except ValueError:
             out[size] = 0
     return out
+
+
+THP_CHOICES = {
+    "enabled": ("always", "madvise", "never"),
+    "defrag": ("always", "defer", "defer+madvise", "madvise", "never"),
+}
+
+
+def normalize_thp() -> None:
+    """Kernel read-back format after a write: "always" -> "[always] madvise never" (bad values: ignored)."""
+    for name, choices in THP_CHOICES.items():
+        f = paths.p(f"/sys/kernel/mm/transparent_hugepage/{name}")
+        try:
+            text = f.read_text().strip()
+        except OSError:
+            continue
+        if "[" in text or not text:
+            continue
+        cur = text if text in choices else "madvise"
+        f.write_text(" ".join(f"[{c}]" if c == cur else c for c in choices) + "\n")
