@@ -24,6 +24,9 @@ LEVELS = ["emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"]
 
 
 def uptime() -> float:
+    """Seconds since the kernel booted (what printk timestamps count); a node shares the host kernel's."""
+    if paths.in_node():
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
     try:
         return float(paths.read("/proc/uptime", "0 0").split()[0])
     except (ValueError, IndexError):
