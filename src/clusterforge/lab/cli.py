@@ -154,7 +154,14 @@ def fault(node: str, kind: str, clear: bool = typer.Option(False, "--clear"), pl
             "fault injection needs the simulator (clusterforge.lab.sim.faults), not installed", err=True
         )
         raise typer.Exit(1) from e
-    _run(lambda: faults.apply(lab, node, kind, clear))
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        result = faults.apply(lab, node, kind, clear)
+    except Exception as e:  # the simulator's own errors (unknown kind, node not running...)
+        typer.echo(f"fault {kind} on {node}: {e}", err=True)
+        raise typer.Exit(int(getattr(e, "exit_code", 1))) from e
+    if result:
+        typer.echo(json.dumps(result, indent=1, default=str))
 
 
 @infra_app.command("up")

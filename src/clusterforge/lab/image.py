@@ -9,6 +9,8 @@ hash of the simulator's files, so editing either never re-runs debootstrap.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib
 import json
@@ -18,6 +20,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from clusterforge.lab import config
@@ -64,6 +68,8 @@ EXTRA_PACKAGES = [
 CUSTOMISE_VERSION = 3
 SIM_PACKAGE = "clusterforge.lab.sim"
 SIM_INSTALL_MODULES = ("clusterforge.lab.sim.image", "clusterforge.lab.sim.install")  # install(rootfs: Path)
+
+PRUNE_GRACE_S = 1800.0
 
 MASKED_UNITS = [
     "systemd-networkd-wait-online.service",
@@ -233,41 +239,64 @@ def _install_sim(root: Path) -> None:
     )
 
 
+@contextlib.contextmanager
+def _cache_lock(cache: Path) -> Iterator[None]:
+    """One builder/pruner at a time per cache (several labs and test runs share it)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def ensure_image(cache: Path | None = None) -> Path:
     """The shared, read-only lower rootfs for the current recipe, building what is missing."""
     cache = cache or config.IMAGE_CACHE
     rootdir = cache / recipe_hash()
     rootfs = rootdir / "rootfs"
     if (rootdir / "ready").exists():
+        (rootdir / "ready").touch()  # recently used: kept by prune() of other recipes
         return rootfs
-    base = cache / f"base-{base_hash()}.tar.zst"
-    if not base.exists():
-        build_base(base)
-    shutil.rmtree(rootdir, ignore_errors=True)
-    rootfs.mkdir(parents=True)
-    log.info("extracting %s and installing the simulator into %s", base.name, rootfs)
-    _run(
-        [
-            "tar",
-            "--numeric-owner",
-            "--xattrs",
-            "--xattrs-include=*",
-            "-C",
-            str(rootfs),
-            "-I",
-            "zstd -T0",
-            "-xf",
-            str(base),
-        ]
-    )
-    _customise(rootfs)
-    _install_sim(rootfs)
-    (rootdir / "recipe.json").write_text(
-        json.dumps({"base": base.name, "packages": packages(), "sim": tree_hash(sim_dir())}, indent=1)
-    )
-    (rootdir / "ready").write_text("")
-    for old in prune({rootfs}, cache):
-        log.info("removed unused image %s", old.name)
+    with _cache_lock(cache):
+        if (rootdir / "ready").exists():
+            return rootfs
+        base = cache / f"base-{base_hash()}.tar.zst"
+        if not base.exists():
+            build_base(base)
+        shutil.rmtree(rootdir, ignore_errors=True)
+        rootfs.mkdir(parents=True)
+        t0 = time.monotonic()
+        _run(
+            [
+                "tar",
+                "--numeric-owner",
+                "--xattrs",
+                "--xattrs-include=*",
+                "-C",
+                str(rootfs),
+                "-I",
+                "zstd -T0",
+                "-xf",
+                str(base),
+            ]
+        )
+        t1 = time.monotonic()
+        _customise(rootfs)
+        _install_sim(rootfs)
+        (rootdir / "recipe.json").write_text(
+            json.dumps({"base": base.name, "packages": packages(), "sim": tree_hash(sim_dir())}, indent=1)
+        )
+        (rootdir / "ready").write_text("")
+        log.info(
+            "image %s: extracted in %.1f s, customised + simulator in %.1f s",
+            rootdir.name,
+            t1 - t0,
+            time.monotonic() - t1,
+        )
+        for old in prune({rootfs}, cache):
+            log.info("removed unused image %s", old.name)
     return rootfs
 
 
@@ -285,13 +314,18 @@ def lowers_in_use() -> set[Path]:
     return used
 
 
-def prune(keep: set[Path], cache: Path | None = None) -> list[Path]:
-    """Remove cached lower rootfs other than `keep` and those in use (base tarballs stay)."""
+def prune(keep: set[Path], cache: Path | None = None, grace_s: float = PRUNE_GRACE_S) -> list[Path]:
+    """Remove cached lower rootfs other than `keep`, those in use and those used in the last `grace_s`
+    (another process may be about to boot them); base tarballs stay."""
     cache = cache or config.IMAGE_CACHE
     keep = keep | lowers_in_use()
     gone = []
+    now = time.time()
     for d in cache.glob("*/rootfs"):
-        if d not in keep:
+        ready = d.parent / "ready"
+        recent = ready.exists() and now - ready.stat().st_mtime < grace_s
+        building = not ready.exists() and now - d.parent.stat().st_mtime < grace_s
+        if d not in keep and not recent and not building:
             shutil.rmtree(d.parent, ignore_errors=True)
             gone.append(d.parent)
     return gone

@@ -100,7 +100,7 @@ class Lab:
         """Image, bridges, SSH keys, Slurm controller, apt repository server."""
         self._prereqs()
         for other in self._others():
-            if any(SlurmController(other).running().values()):
+            if SlurmController(other).running()["slurmctld"] is not None:
                 raise LabError(
                     f"the lab of cluster {other.name} runs its Slurm controller (port "
                     f"{config.SLURMCTLD_PORT}): stop it first (clusterforge lab down --plan ...)"
@@ -120,11 +120,21 @@ class Lab:
 
     # -- whole lab -----------------------------------------------------------------------------------
     def up(self, wait: bool = True, timeout: float = 120.0) -> None:
+        t0 = time.monotonic()
         self.infra_up()
+        t1 = time.monotonic()
         for n in self.plan.nodes:
             self.node_up(n.name)
         if wait:
             self.wait_ssh(timeout=timeout)
+        log.info(
+            "lab %s: infra %.1f s, %d nodes %s %.1f s",
+            self.cluster,
+            t1 - t0,
+            len(self.plan.nodes),
+            "SSH-reachable in" if wait else "started in",
+            time.monotonic() - t1,
+        )
 
     def down(self) -> None:
         """Stop every node of this cluster (also ones the plan no longer lists) and the infrastructure."""
