@@ -117,7 +117,9 @@ def test_nvidia_stack_from_the_lab_repo(pair: tuple[Node, Node]) -> None:
         assert {g.fabric_state for g in q.gpus} == {"Completed"}  # nvidia-fabricmanager ran
     assert a.ok("systemctl is-active nvidia-dcgm").strip() == "active"
     assert "software" in a.ok("dcgmi diag -r 1")
-    assert "nvidia_uvm" in a.ok("lsmod")
+    assert "nvidia " in a.ok("lsmod") and "nvidia_uvm" not in a.ok("lsmod")  # installed, not rebooted
+    a.ok("nvbandwidth -t host_to_device_memcpy_ce")
+    assert "nvidia_uvm" in a.ok("lsmod")  # cuInit loads it (nvidia-modprobe -u)
 
 
 def test_kernel_views_at_real_paths(pair: tuple[Node, Node]) -> None:

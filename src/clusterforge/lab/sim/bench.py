@@ -46,11 +46,10 @@ CUDA_NOT_READY = "system not yet initialized"
 
 
 def _cuda_error(st: dict[str, Any]) -> str | None:
-    """What cudaGetDeviceCount would fail with on this node, if anything."""
-    try:
-        G.check_driver(st)
-    except G.DriverError:
-        return "CUDA driver version is insufficient for CUDA runtime version"
+    """What cudaGetDeviceCount would fail with on this node, if anything (cuInit loads nvidia_uvm)."""
+    err = G.cuda_init()
+    if err:
+        return err
     if not S.visible_gpus(st):
         return "no CUDA-capable device is detected"
     if not G.fabric_ready(st):

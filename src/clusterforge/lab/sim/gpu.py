@@ -58,6 +58,20 @@ def check_driver(st: dict[str, Any], autoload: bool = True) -> dict[str, Any]:
     return drv
 
 
+def cuda_init() -> str | None:
+    """What cuInit does to the node: the driver must answer, nvidia_uvm gets loaded (nvidia-modprobe -u)."""
+    from . import kmod
+
+    with S.locked() as st:
+        try:
+            check_driver(st)
+        except DriverError:
+            return "CUDA driver version is insufficient for CUDA runtime version"
+        if "nvidia_uvm" not in S.modules_loaded(st):
+            kmod.load(st, ["nvidia_uvm"])
+    return None
+
+
 def cuda_version(drv: dict[str, Any]) -> str:
     return str(drv.get("cuda") or CUDA_FOR_BRANCH.get(str(drv["version"]).split(".")[0], "12.8"))
 

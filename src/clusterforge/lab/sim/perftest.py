@@ -263,9 +263,7 @@ def _report(tool: str, a: dict[str, Any], rows: list[list[float]]) -> list[str]:
 def _cuda_preamble(st: dict[str, Any], a: dict[str, Any]) -> tuple[list[str], str | None]:
     from . import gpu as G
 
-    try:
-        G.check_driver(st, autoload=False)
-    except G.DriverError:
+    if G.cuda_init():
         return [], "Couldn't initialize CUDA: CUDA_ERROR_NO_DEVICE"
     gpus = S.visible_gpus(st)
     if a["cuda"] >= len(gpus):
