@@ -1,0 +1,219 @@
+"""Typer apps: `burnin_app` (`clusterforge burnin`) and `report_app` (`clusterforge report burnin`).
+
+Mounted by the root CLI with `app.add_typer(burnin_app, name="burnin")` and `app.add_typer(report_app,
+name="report")`; also runnable as `python -m clusterforge.burnin.cli burnin ...` / `... report burnin ...`.
+Exit codes: 0 every node passed; 1 the tool failed (nodes locked by another live run, pool or SSH setup
+failed); 2 bad input; 3 some node or fabric component failed burn-in.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from clusterforge.errors import ClusterforgeError, ExitCode
+
+DEFAULT_SPEC = Path("inventory/clusters/lab.yaml")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])", re.I)
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+burnin_app = typer.Typer(
+    help="Burn-in: repeated performance tests on drained nodes, with fleet statistics.",
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+report_app = typer.Typer(
+    help="Reports of recorded runs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def parse_duration(text: str) -> float:
+    """`8h`, `90m`, `1h30m`, `45s`, `2d` or plain seconds → seconds."""
+    t = text.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        return float(t)
+    parts = _DURATION.findall(t)
+    if not parts or _DURATION.sub("", t).strip():
+        raise typer.BadParameter(f"duration {text!r}: use e.g. 8h, 90m, 1h30m, 45s")
+    return sum(float(n) * _UNITS[u.lower()] for n, u in parts)
+
+
+@burnin_app.callback(invoke_without_command=True)
+def burnin(
+    spec: Annotated[Path, typer.Argument(help="cluster spec (YAML)")] = DEFAULT_SPEC,
+    duration: Annotated[str | None, typer.Option(help="run iterations for this long (8h, 90m)")] = None,
+    iterations: Annotated[int | None, typer.Option(min=1, help="run this many iterations")] = None,
+    limit: Annotated[str | None, typer.Option(help="Ansible host pattern (default: every node)")] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="continue burn-in RUN after its last committed iteration")
+    ] = None,
+    db: Annotated[Path | None, typer.Option(help="records database (default $CLUSTERFORGE_DB)")] = None,
+    admit: Annotated[
+        bool,
+        typer.Option(help="apply the admission policy to passing nodes (else: resume burn-in's own drain)"),
+    ] = False,
+    group_size: Annotated[int, typer.Option(min=2, help="nodes per multi-node all_reduce group")] = 8,
+    launcher: Annotated[str, typer.Option(help="multi-node launcher: slurm | mpirun | none")] = "slurm",
+    slurm_mpi: Annotated[
+        str, typer.Option(help="srun --mpi for all_reduce_perf (pmix for MPI builds)")
+    ] = "none",
+    jobs: Annotated[int, typer.Option(min=1, help="nodes / pairs measured at once")] = 8,
+    dcgm_level: Annotated[
+        int | None,
+        typer.Option(min=1, max=4, help="dcgmi diag level (default: the plan's certification.dcgm_level)"),
+    ] = None,
+    z_max: Annotated[float, typer.Option(help="robust z-score below the fleet that flags a unit")] = 3.5,
+    mad_floor: Annotated[float, typer.Option(help="MAD floor, fraction of the fleet median")] = 0.01,
+    cv_max: Annotated[
+        float, typer.Option(help="run-to-run coefficient of variation that flags a unit")
+    ] = 0.05,
+    html: Annotated[Path | None, typer.Option(help="also write the HTML report here")] = None,
+) -> None:
+    """Burn in drained nodes: repeat the full-tier performance tests, pairwise ib_write_bw on every leaf and
+    cable, multi-node all_reduce; flag outliers against the fleet; certify (tier burnin) or drain."""
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from clusterforge.burnin import runner
+    from clusterforge.burnin.analysis import AnalysisConfig
+    from clusterforge.burnin.db import BurninError
+    from clusterforge.burnin.suite import SuiteOptions
+
+    console = Console()
+    if resume is None and (duration is None) == (iterations is None):
+        raise typer.BadParameter("give --duration or --iterations (one of the two), or --resume RUN")
+    if launcher not in ("slurm", "mpirun", "none"):
+        raise typer.BadParameter(f"--launcher must be slurm, mpirun or none; got {launcher!r}")
+    try:
+        spec_path, plan_doc, inventory, names = _plan(spec, limit, resume, db)
+        level = dcgm_level or int((plan_doc.get("certification") or {}).get("dcgm_level", 2))
+        opts = runner.Options(
+            iterations,
+            parse_duration(duration) if duration else None,
+            replace(SuiteOptions(), dcgm_level=level),
+            AnalysisConfig(z_max=z_max, mad_floor=mad_floor, cv_max=cv_max),
+            group_size,
+            launcher,
+            slurm_mpi,
+            jobs,
+        )
+        out = runner.run(
+            plan_doc,
+            inventory,
+            names,
+            opts,
+            spec_path=str(spec_path.resolve()),
+            resume=resume,
+            db_path=db,
+            admit=admit,
+            say=lambda s: console.print(s, highlight=False, soft_wrap=True),
+        )
+    except BurninError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(int(ExitCode.BAD_INPUT)) from exc
+    except ClusterforgeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(int(exc.exit_code)) from exc
+    _summary(console, out)
+    if html is not None:
+        _write_report(out.burnin_id, html, None, db)
+    raise typer.Exit(out.exit_code)
+
+
+def _plan(
+    spec: Path, limit: str | None, resume: str | None, db: Path | None
+) -> tuple[Path, dict[str, Any], Path, list[str]]:
+    from clusterforge.run.pipeline import load_plan
+    from clusterforge.run.provision import resolve_hosts
+
+    if resume is not None:
+        from clusterforge.burnin.db import BurninDB
+        from clusterforge.records._util import default_db_path
+
+        with BurninDB(db or default_db_path()) as bdb:
+            stored = bdb.get(resume)
+        spec = Path(stored.spec_path or spec)
+    plan, inventory = load_plan(spec)
+    names = resolve_hosts(inventory, limit)
+    if not names:
+        raise typer.BadParameter(f"--limit {limit!r} selects no node of {spec}")
+    return spec, dict(plan.doc), inventory, names
+
+
+def _summary(console: object, out: object) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from clusterforge.burnin.runner import Outcome
+
+    assert isinstance(console, Console) and isinstance(out, Outcome)
+    t = Table(
+        "node",
+        "verdict",
+        "suspected components",
+        "pool",
+        title=f"burn-in {out.burnin_id} ({out.iterations} iterations)",
+    )
+    for n, v in out.evaluation.nodes.items():
+        style = {"pass": "green", "fail": "red", "error": "yellow"}[v.verdict]
+        t.add_row(n, f"[{style}]{v.verdict}[/]", ", ".join(v.components) or "-", out.actions.get(n, "-"))
+    console.print(t)
+    for n, v in out.evaluation.nodes.items():
+        for f in v.findings:
+            console.print(f"  {n}: {f.summary}", highlight=False, soft_wrap=True)
+    for f in out.evaluation.fabric:
+        console.print(f"  fabric: {f.summary}", highlight=False, soft_wrap=True)
+
+
+def _write_report(run: str, html_out: Path | None, json_out: Path | None, db: Path | None) -> None:
+    from clusterforge.burnin import report
+    from clusterforge.burnin.db import BurninDB
+    from clusterforge.records._util import default_db_path
+
+    with BurninDB(db or default_db_path()) as bdb:
+        rid = bdb.get(run).id
+        if html_out is not None:
+            html_out.write_text(report.to_html(bdb, rid), encoding="utf-8")
+            typer.echo(f"wrote {html_out}")
+        if json_out is not None:
+            json_out.write_text(report.to_json(bdb, rid) + "\n", encoding="utf-8")
+            typer.echo(f"wrote {json_out}")
+
+
+@report_app.callback()
+def _report() -> None:
+    """Reports of recorded runs."""
+
+
+@report_app.command("burnin")
+def report_burnin(
+    run: Annotated[str, typer.Argument(help="burn-in run id (a unique prefix will do)")],
+    html: Annotated[Path | None, typer.Option(help="write the HTML report here")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the JSON report here")] = None,
+    db: Annotated[Path | None, typer.Option(help="records database (default $CLUSTERFORGE_DB)")] = None,
+) -> None:
+    """The burn-in report: verdicts, suspected components, fleet and per-node plots (HTML), or JSON."""
+    from clusterforge.burnin.db import BurninError
+
+    if html is None and json_out is None:
+        raise typer.BadParameter("give --html FILE and/or --json FILE")
+    try:
+        _write_report(run, html, json_out, db)
+    except BurninError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(int(ExitCode.BAD_INPUT)) from exc
+
+
+main_app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+main_app.add_typer(burnin_app, name="burnin")
+main_app.add_typer(report_app, name="report")
+
+if __name__ == "__main__":
+    main_app()

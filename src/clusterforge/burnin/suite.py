@@ -1,0 +1,344 @@
+"""The single-node part of an iteration: one shell script per node (one SSH session), its output split into
+sections and parsed with `clusterforge.hw` into measurements.
+
+Tests (the full tier's performance checks, validators/test_performance.py, repeated): `dcgmi diag -r LEVEL
+-j`, `nvbandwidth` H2D/D2H/D2D, `ib_write_bw` GPUDirect loopback per rail, single-node `all_reduce_perf`;
+and the counters burn-in watches: ECC (nvidia-smi --query-gpu) and the rails' port error counters (sysfs).
+Every command runs under `timeout -k 2 T` (the certify runner's `wrap` semantics) so a hung tool costs its
+own time limit, not the iteration.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterforge.burnin.model import COUNTER_PREFIX, Measurement
+from clusterforge.certify.expect import NodeExpect, Rail
+from clusterforge.hw import ParseError, dcgmi, nccl_tests, nvbandwidth, perftest
+from clusterforge.hw.nvidia_smi import parse_query_csv
+
+DCGM_TIMEOUT_S = {1: 120, 2: 600, 3: 2400, 4: 7200}  # as validators/test_performance.py
+NVB_CASES = {
+    "h2d": "host_to_device_memcpy_ce",
+    "d2h": "device_to_host_memcpy_ce",
+    "d2d": "device_to_device_memcpy_read_ce",
+}
+ECC_FIELDS = (
+    "index",
+    "serial",
+    "ecc.errors.corrected.aggregate.total",
+    "ecc.errors.uncorrected.aggregate.total",
+    "ecc.errors.corrected.volatile.total",
+    "ecc.errors.uncorrected.volatile.total",
+)
+MARK = "@@cf-burnin"
+_SECTION = re.compile(
+    rf"^{MARK} begin (\S+) rc=(\d+)$\n(.*?)^{MARK} stderr \1$\n(.*?)^{MARK} end \1$", re.S | re.M
+)
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    dcgm_level: int = 2
+    ib_size: int = 8388608
+    ib_seconds: int = 2  # perftest -D
+    allreduce: str = "-b 16G -e 16G -f 2 -w 5 -n 20"
+    nvb_timeout_s: int = 300
+    ib_timeout_s: int = 120
+    nccl_timeout_s: int = 600
+    counters: tuple[str, ...] = (
+        "symbol_error",
+        "link_error_recovery",
+        "link_downed",
+        "port_rcv_errors",
+        "local_link_integrity_errors",
+        "port_rcv_remote_physical_errors",
+        "excessive_buffer_overrun_errors",
+    )
+
+
+@dataclass(frozen=True)
+class Section:
+    rc: int
+    out: str
+    err: str
+
+
+@dataclass
+class NodeSample:
+    """What one node's script gave: measurements, and the parts it saw (for records and certificates)."""
+
+    measurements: list[Measurement] = field(default_factory=list)
+    gpu_serials: dict[int, str] = field(default_factory=dict)
+    nic_guids: dict[int, str] = field(default_factory=dict)
+    tool_versions: dict[str, str] = field(default_factory=dict)
+
+
+def gid_arg(node: NodeExpect) -> str:
+    gid = node.knobs.get("nccl_ib_gid_index") if node.roce else None
+    return f" -x {int(gid)}" if gid is not None else ""
+
+
+def ib_args(node: NodeExpect, rail: Rail, port: int, opts: SuiteOptions, cuda: bool) -> str:
+    args = (
+        f"-d {rail.hca} -i {rail.port}{gid_arg(node)} -s {opts.ib_size} -F --report_gbits "
+        f"-D {opts.ib_seconds} -p {port}"
+    )
+    return args + (f" --use_cuda={rail.gpu}" if cuda else "")
+
+
+def loopback_cmd(node: NodeExpect, rail: Rail, opts: SuiteOptions) -> str:
+    """GPUDirect loopback on one HCA (server and client on the same port, as the full tier does); the client
+    starts once the server says it waits (no fixed sleep)."""
+    args = ib_args(node, rail, 18515 + rail.index, opts, cuda=True)
+    return (
+        f's=$(mktemp); ib_write_bw {args} >"$s" 2>&1 & srv=$!; '
+        "for i in $(seq 200); do grep -q 'Waiting for client' \"$s\" && break; "
+        "kill -0 $srv 2>/dev/null || break; sleep 0.05; done; "
+        f'ib_write_bw {args} 127.0.0.1; rc=$?; wait $srv; rm -f "$s"; exit $rc'
+    )
+
+
+def steps(node: NodeExpect, opts: SuiteOptions) -> list[tuple[str, int, str]]:
+    """(key, timeout s, command) for one node's iteration, in run order."""
+    gpus = int(node.gpu["count"])
+    nvb = " ".join(f"-t {c}" for c in NVB_CASES.values())
+    out: list[tuple[str, int, str]] = [
+        ("dcgm", DCGM_TIMEOUT_S.get(opts.dcgm_level, 7200), f"dcgmi diag -r {opts.dcgm_level} -j"),
+        ("nvbandwidth", opts.nvb_timeout_s, f"nvbandwidth {nvb}"),
+    ]
+    out += [(f"loopback.{r.index}", opts.ib_timeout_s, loopback_cmd(node, r, opts)) for r in node.rails]
+    out.append(("allreduce", opts.nccl_timeout_s, f"all_reduce_perf {opts.allreduce} -g {gpus}"))
+    out.append(("ecc", 60, f"nvidia-smi --query-gpu={','.join(ECC_FIELDS)} --format=csv,noheader,nounits"))
+    reads = []
+    for r in node.rails:
+        base = f"/sys/class/infiniband/{r.hca}"
+        reads.append(f"echo guid {r.index} $(cat {base}/node_guid 2>/dev/null)")
+        reads += [
+            f"echo c {r.index} {c} $(cat {base}/ports/{r.port}/counters/{c} 2>/dev/null)"
+            for c in opts.counters
+        ]
+    out.append(("counters", 30, "; ".join(reads)))
+    return out
+
+
+def script(node: NodeExpect, opts: SuiteOptions) -> tuple[str, float]:
+    """The bash script for one node's iteration and its overall deadline (s)."""
+    lines = [
+        "set -u",
+        "D=$(mktemp -d); trap 'rm -rf \"$D\"' EXIT",
+        "cfb() {",
+        '  LC_ALL=C timeout -k 2 "$2" sh -c "$3" >"$D/o" 2>"$D/e" </dev/null; rc=$?',
+        f'  printf "\\n{MARK} begin %s rc=%d\\n" "$1" "$rc"; cat "$D/o"',
+        f'  printf "\\n{MARK} stderr %s\\n" "$1"; tail -c 4000 "$D/e"; printf "\\n{MARK} end %s\\n" "$1"',
+        "}",
+    ]
+    total = 30.0
+    for key, t, cmd in steps(node, opts):
+        lines.append(f"cfb {key} {t} {shlex.quote(cmd)}")
+        total += t + 3
+    return "\n".join(lines) + "\n", total
+
+
+def split_sections(text: str) -> dict[str, Section]:
+    return {m.group(1): Section(int(m.group(2)), m.group(3), m.group(4)) for m in _SECTION.finditer(text)}
+
+
+def _fail(sec: Section | None, what: str) -> str:
+    if sec is None:
+        return f"{what}: no output (the node's script did not reach it)"
+    if sec.rc == 124:
+        return f"{what}: timed out"
+    tail = (sec.err.strip() or sec.out.strip()).splitlines()[-1:] or ["no output"]
+    return f"{what}: exit {sec.rc}: {tail[0][:200]}"
+
+
+def _parsed(sec: Section | None, what: str, parse: Callable[[str], Any]) -> tuple[Any, str]:
+    if sec is None or not sec.out.strip():
+        return None, _fail(sec, what)
+    try:
+        return parse(sec.out), ""
+    except ParseError as exc:
+        return None, f"{what}: {_fail(sec, what) if sec.rc else ''} unparsable output: {exc}".strip()
+
+
+def parse_node(node: NodeExpect, sections: dict[str, Section], opts: SuiteOptions) -> NodeSample:
+    n, s = node.name, NodeSample()
+    ms = s.measurements
+    diag, err = _parsed(sections.get("dcgm"), "dcgmi diag", dcgmi.parse_diag)
+    if diag is not None and diag.complete and any(t.result == "Pass" for t in diag.tests):
+        failed = {
+            t.name: sorted(g for g, r in t.per_gpu.items() if r == "Fail")
+            for t in diag.tests
+            if t.result == "Fail"
+        }
+        ms.append(
+            Measurement(
+                "dcgm.diag",
+                n,
+                value=0.0 if failed else 1.0,
+                unit="pass",
+                detail={
+                    "level": opts.dcgm_level,
+                    "failed": failed,
+                    "warned": [t.name for t in diag.tests if t.result == "Warn"],
+                },
+            )
+        )
+        if diag.dcgm_version:
+            s.tool_versions["dcgm"] = diag.dcgm_version
+    else:
+        ms.append(Measurement("dcgm.diag", n, unit="pass", error=err or "dcgmi diag: no test passed"))
+    ms += _nvbandwidth(node, sections.get("nvbandwidth"))
+    for r in node.rails:
+        ms.append(_loopback(n, r, sections.get(f"loopback.{r.index}")))
+    ms.append(_allreduce(n, sections.get("allreduce"), int(node.gpu["count"])))
+    ms += _ecc(node, sections.get("ecc"), s)
+    ms += _counters(node, sections.get("counters"), s)
+    return s
+
+
+def _nvbandwidth(node: NodeExpect, sec: Section | None) -> list[Measurement]:
+    res, err = _parsed(sec, "nvbandwidth", nvbandwidth.parse)
+    gpus = range(int(node.gpu["count"]))
+    out = []
+    for short, case in NVB_CASES.items():
+        test = f"nvbandwidth.{short}"
+        tc = res.testcases.get(case) if res is not None else None
+        if tc is None or tc.waived:
+            out += [
+                Measurement(test, node.name, f"gpu{g}", unit="GB/s", error=err or f"no {case} result")
+                for g in gpus
+            ]
+            continue
+        for g in gpus:
+            if short == "d2d":  # GPU g reading from every other GPU: the median of its row
+                vals = [v for c, v in (tc.matrix.get(g) or {}).items() if c != g and v is not None]
+            else:
+                vals = [v for v in [(tc.matrix.get(0) or {}).get(g)] if v is not None]
+            out.append(
+                Measurement(
+                    test,
+                    node.name,
+                    f"gpu{g}",
+                    value=statistics.median(vals) if vals else None,
+                    unit="GB/s",
+                    error="" if vals else f"no value for GPU {g} in {case}",
+                )
+            )
+    return out
+
+
+def _loopback(node: str, rail: Rail, sec: Section | None) -> Measurement:
+    res, err = _parsed(sec, f"ib_write_bw {rail.hca}", perftest.parse_bw)
+    comp = f"rail{rail.index}"
+    if res is None or res.header.errors or not res.header.completed or not res.rows:
+        why = err or "; ".join(res.header.errors)[:200] or "did not complete"
+        return Measurement(
+            "ib_write_bw.loopback", node, comp, unit="Gb/s", error=why, detail={"hca": rail.hca}
+        )
+    row = max(res.rows, key=lambda x: x.bytes)
+    return Measurement(
+        "ib_write_bw.loopback",
+        node,
+        comp,
+        value=round(row.bw_average_gbps, 3),
+        unit="Gb/s",
+        detail={"hca": rail.hca, "gpu": rail.gpu, "bytes": row.bytes},
+    )
+
+
+def nccl_measurement(test: str, node: str, text: str | None, err: str, peer: str = "") -> Measurement:
+    """Bus bandwidth of the largest size (out-of-place or in-place, the better), from nccl-tests output."""
+    if not text:
+        return Measurement(test, node, peer=peer, unit="GB/s", error=err or "no output")
+    try:
+        res = nccl_tests.parse(text)
+    except ParseError as exc:
+        return Measurement(
+            test, node, peer=peer, unit="GB/s", error=f"unparsable all_reduce_perf output: {exc}"
+        )
+    if res.errors or not res.rows:
+        return Measurement(
+            test, node, peer=peer, unit="GB/s", error="; ".join(res.errors)[:300] or "no result rows"
+        )
+    if res.wrong_total:
+        return Measurement(
+            test, node, peer=peer, unit="GB/s", error=f"data check failed: #wrong {res.wrong_total}"
+        )
+    row = max(res.rows, key=lambda x: x.size_bytes)
+    busbw = max(row.out_of_place.busbw_gbps, row.in_place.busbw_gbps)
+    return Measurement(
+        test,
+        node,
+        peer=peer,
+        value=busbw,
+        unit="GB/s",
+        detail={"size_bytes": row.size_bytes, "ranks": len(res.ranks), "nccl": res.nccl_version},
+    )
+
+
+def _allreduce(node: str, sec: Section | None, gpus: int) -> Measurement:
+    err = "" if sec is not None and sec.rc == 0 else _fail(sec, "all_reduce_perf")
+    m = nccl_measurement("all_reduce.node", node, sec.out if sec else None, err)
+    if m.ok and sec is not None and sec.rc != 0:
+        return Measurement(m.test, node, unit="GB/s", error=_fail(sec, "all_reduce_perf"))
+    return m
+
+
+def _ecc(node: NodeExpect, sec: Section | None, s: NodeSample) -> list[Measurement]:
+    rows, err = _parsed(sec, "nvidia-smi --query-gpu", lambda t: parse_query_csv(t, ECC_FIELDS))
+    if rows is None:
+        return [
+            Measurement(t, node.name, unit="count", error=err) for t in ("ecc.corrected", "ecc.uncorrected")
+        ]
+    out = []
+    for row in rows:
+        g = int(str(row["index"]))
+        if row.get("serial"):
+            s.gpu_serials[g] = str(row["serial"])
+        for kind in ("corrected", "uncorrected"):
+            agg, vol = (
+                row.get(f"ecc.errors.{kind}.aggregate.total"),
+                row.get(f"ecc.errors.{kind}.volatile.total"),
+            )
+            value = agg if isinstance(agg, int | float) else vol
+            out.append(
+                Measurement(
+                    f"ecc.{kind}",
+                    node.name,
+                    f"gpu{g}",
+                    unit="count",
+                    value=float(value) if isinstance(value, int | float) else None,
+                    error="" if isinstance(value, int | float) else "ECC counter not reported",
+                    detail={"volatile": vol, "aggregate": agg, "serial": row.get("serial")},
+                )
+            )
+    return out
+
+
+def _counters(node: NodeExpect, sec: Section | None, s: NodeSample) -> list[Measurement]:
+    if sec is None:
+        return []
+    out = []
+    for line in sec.out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "guid":
+            s.nic_guids[int(parts[1])] = parts[2]
+        elif len(parts) == 4 and parts[0] == "c" and parts[3].isdigit():
+            out.append(
+                Measurement(
+                    COUNTER_PREFIX + parts[2],
+                    node.name,
+                    f"rail{parts[1]}",
+                    value=float(parts[3]),
+                    unit="count",
+                    detail={"guid": s.nic_guids.get(int(parts[1]))},
+                )
+            )
+    return out
