@@ -83,7 +83,7 @@ def lab(lab_plan_path: Path, worker_id: str) -> Iterator[object]:
     if reason is not None:
         print(f"\nlab tests skipped: {reason}")
         pytest.skip(reason)
-    from clusterforge.lab import Lab, cleanup
+    from clusterforge.lab import Lab
 
     lab = Lab(lab_plan_path)
     with _locked():
@@ -95,5 +95,5 @@ def lab(lab_plan_path: Path, worker_id: str) -> Iterator[object]:
         print(f"\nlab {lab.cluster} left up (`clusterforge lab down` removes it)")
         return
     lab.down()
-    left = {k: v for k, v in cleanup.leftovers().items() if v}
+    left = {k: v for k, v in lab.leftovers().items() if v}
     assert not left, f"lab down left traces on the host: {left}"

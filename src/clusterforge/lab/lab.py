@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.errors import ClusterforgeError
-from clusterforge.lab import cleanup, config, hostsys, image, labplan, net, node, procs, sshkeys
+from clusterforge.lab import cleanup, config, hostsys, image, labplan, names, net, node, procs, sshkeys
 from clusterforge.lab.labplan import LabNode, LabPlan
 from clusterforge.lab.repo import AptRepo
 from clusterforge.lab.slurm import SlurmController, controller_name
@@ -331,7 +331,20 @@ class Lab:
         }
 
     def leftovers(self) -> dict[str, list[str]]:
-        return cleanup.leftovers()
+        """This cluster's traces on the host (all empty after `down()`); bridges count once no lab is left."""
+        nodes = self._known_nodes()
+        links = set(net.links())
+        mine = {n.mgmt_host_link for n in nodes} | {r.host_link for n in nodes for r in n.rails}
+        netns = [n.netns for n in nodes if net.netns_exists(n.netns)]
+        return {
+            "processes": [str(p) for p in node.stray_processes(self.root)],
+            "netns": netns,
+            "links": sorted(links & mine),
+            "bridges": sorted(b for b in links if names.is_lab_bridge(b)) if not net.lab_netns() else [],
+            "mounts": [m for m in cleanup._lab_mounts() if str(self.root) in m or m.endswith(tuple(netns))],
+            "daemons": [f"{k}={v}" for k, v in self.slurm.running().items() if v]
+            + ([f"apt={self.repo.pid()}"] if self.repo.pid() else []),
+        }
 
 
 def ssh_banner(ip: str, timeout: float = 0.5) -> bool:
