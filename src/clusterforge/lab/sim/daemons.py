@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from typing import Any
 
@@ -180,8 +181,38 @@ def _hugepage_sync(st: dict[str, Any], last: dict[str, str]) -> None:
     boot.write_in_place(f"{boot.PROC}/meminfo", boot.meminfo(st, boot.real_proc("meminfo")))
 
 
+IN_MODIFY, IN_CLOSE_WRITE, IN_CREATE = 0x2, 0x8, 0x100
+
+
+def _watch() -> None:
+    """React within a millisecond (inotify) where the kernel reacts at once: THP read-back, configfs mkdir."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = libc.inotify_init1(0)
+        if fd < 0:
+            return
+        for d, mask in (
+            (b"/sys/kernel/mm/transparent_hugepage", IN_CLOSE_WRITE | IN_MODIFY),
+            (b"/sys/kernel/config/rdma_cm", IN_CREATE),
+        ):
+            libc.inotify_add_watch(fd, d, mask)
+    except (OSError, AttributeError):
+        return
+    while True:
+        try:
+            os.read(fd, 4096)
+            sysfs.normalize_thp()
+            sysfs.populate_rdma_cm(S.load())
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.2)
+
+
 def kerneld(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    if paths.in_node():
+        threading.Thread(target=_watch, daemon=True).start()
     last: dict[str, str] = {}
     tick = 0
     while True:
