@@ -130,7 +130,7 @@ def test_kernel_views_at_real_paths(pair: tuple[Node, Node]) -> None:
     assert a.ok("cat /sys/class/net/lo/mtu").strip() == "65536"  # real attributes still there
     a.ok("sysctl -w kernel.numa_balancing=0 && test $(cat /proc/sys/kernel/numa_balancing) = 0")
     a.ok(
-        "echo always > /sys/kernel/mm/transparent_hugepage/enabled; "
+        "echo always > /sys/kernel/mm/transparent_hugepage/enabled; sleep 0.3; "
         "grep -q '\\[always\\]' /sys/kernel/mm/transparent_hugepage/enabled"
     )
     a.ok("cpupower --help >/dev/null 2>&1 || true; cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
