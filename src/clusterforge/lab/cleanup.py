@@ -7,7 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from clusterforge.lab import config, hostsys, names, net, procs
+from clusterforge.lab import cgroups, config, hostsys, names, net, procs
 from clusterforge.lab.slurm import MUNGE_SOCKET_DIR
 
 
@@ -59,6 +59,7 @@ def leftovers() -> dict[str, list[str]]:
         "mounts": _lab_mounts(),
         "munge": [str(MUNGE_SOCKET_DIR)] if MUNGE_SOCKET_DIR.exists() else [],
         "sysctl": [str(hostsys._saved_file())] if hostsys._saved_file().exists() else [],
+        "cgroups": cgroups.lab_cgroups(),
     }
 
 
@@ -71,6 +72,9 @@ def purge() -> dict[str, list[str]]:
             break
         procs.signal_all(pids, signal.SIGKILL)
         procs.wait_until(lambda: not _lab_processes(), 3.0)
+    for cg in cgroups.lab_cgroups():
+        cluster, node = Path(cg).parent.name, Path(cg).name
+        cgroups.remove(cluster, node)
     for mp in sorted(_lab_mounts(), key=len, reverse=True):
         subprocess.run(["umount", "-l", mp], check=False, capture_output=True)
     for ns in net.lab_netns():

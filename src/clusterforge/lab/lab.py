@@ -14,7 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.errors import ClusterforgeError
-from clusterforge.lab import cleanup, config, hostsys, image, labplan, names, net, node, procs, sshkeys
+from clusterforge.lab import (
+    cgroups,
+    cleanup,
+    config,
+    hostsys,
+    image,
+    labplan,
+    names,
+    net,
+    node,
+    procs,
+    sshkeys,
+)
 from clusterforge.lab.labplan import LabNode, LabPlan
 from clusterforge.lab.repo import AptRepo
 from clusterforge.lab.slurm import SlurmController, controller_name
@@ -338,6 +350,7 @@ class Lab:
         netns = [n.netns for n in nodes if net.netns_exists(n.netns)]
         return {
             "processes": [str(p) for p in node.stray_processes(self.root)],
+            "cgroups": [c for c in cgroups.lab_cgroups() if f"/{cgroups.BASE}/{self.cluster}/" in c],
             "netns": netns,
             "links": sorted(links & mine),
             "bridges": sorted(b for b in links if names.is_lab_bridge(b)) if not net.lab_netns() else [],

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clusterforge.lab import config, names, net, procs, sshkeys
+from clusterforge.lab import cgroups, config, names, net, procs, sshkeys
 from clusterforge.lab.labplan import LabNode, LabPlan
 
 log = logging.getLogger(__name__)
@@ -23,6 +23,10 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class NodePaths:
     dir: Path
+
+    @property
+    def cluster(self) -> str:
+        return self.dir.parent.parent.name
 
     @property
     def upper(self) -> Path:
@@ -131,6 +135,7 @@ def nspawn_argv(node: LabNode, merged: Path) -> list[str]:
 def write_supervisor_config(node: LabNode, paths: NodePaths, lower: Path) -> None:
     cfg: dict[str, Any] = {
         "node": node.name,
+        "cluster": paths.cluster,
         "netns": node.netns,
         "netns_path": str(net.NETNS_DIR / node.netns),
         "mgmt_ip": node.mgmt_ip,
@@ -218,6 +223,9 @@ def finish_stop(node: LabNode, paths: NodePaths, sup: int | None, timeout: float
         time.sleep(0.05)
     for pid in stray_processes(paths.dir):
         procs.signal_all([pid], signal.SIGKILL)
+    stuck = cgroups.remove(paths.cluster, node.name)
+    if stuck:
+        log.warning("%s: cgroups not removable: %s", node.name, stuck)
     net.delete_node_net(node)
     paths.pidfile.unlink(missing_ok=True)
     if paths.work.exists():

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clusterforge.lab import procs
+from clusterforge.lab import cgroups, procs
 
 REBOOT_EXIT = 133
 STOP_GRACE_S = 8.0
@@ -76,9 +76,12 @@ class Supervisor:
         )
 
     def kill_leftovers(self) -> None:
+        """Kill what is left of a boot: by netns and by the node's cgroup (never ourselves)."""
+        left = set(cgroups.pids(self.cfg["cluster"], self.cfg["node"])) - {os.getpid()}
         ino = procs.ns_inode(self.cfg["netns_path"])
         if ino is not None:
-            procs.signal_all(procs.pids_in_netns(ino))
+            left.update(procs.pids_in_netns(ino))
+        procs.signal_all(left)
 
     def boot(self) -> int:
         self.neigh_flush()
@@ -102,6 +105,7 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self.on_term)
         signal.signal(signal.SIGINT, self.on_term)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        cgroups.enter(self.cfg["cluster"], self.cfg["node"])  # own cgroup: nspawn puts payload/ below it
         self.mount()
         quick_fails = 0
         rc = 0
