@@ -142,5 +142,24 @@ def test_recovers_from_a_crashed_supervisor(extra: Lab) -> None:
     assert _traces(extra) == NOTHING
 
 
+def test_units_are_per_node(extra: Lab, lab: Any) -> None:
+    """Stopping a unit in one node (systemd kills by cgroup) leaves every other node's unit running."""
+    from clusterforge.lab import cgroups
+    from clusterforge.lab.lab import ssh_banner
+
+    name = extra.plan.nodes[0].name
+    extra.node_up(name, wait=True)
+    top = cgroups.node_cgroups(extra.cluster, name)
+    assert top and all((d / "payload").is_dir() for d in top)
+    assert extra.exec(name, ["systemctl", "stop", "ssh"]).returncode == 0
+    try:
+        assert not ssh_banner(extra.plan.nodes[0].mgmt_ip)
+        assert all(ssh_banner(n.mgmt_ip, timeout=10) for n in lab.plan.nodes)
+    finally:
+        extra.exec(name, ["systemctl", "start", "ssh"])
+    extra.node_down(name)
+    assert _traces(extra) == NOTHING and not any(d.exists() for d in top)
+
+
 def test_status_json_serialisable(extra: Lab) -> None:
     json.dumps(extra.status())
