@@ -51,6 +51,7 @@ class SuiteOptions:
     nvb_timeout_s: int = 300
     ib_timeout_s: int = 120
     nccl_timeout_s: int = 600
+    ib_sysfs: str = "/sys/class/infiniband"
     counters: tuple[str, ...] = (
         "symbol_error",
         "link_error_recovery",
@@ -117,7 +118,7 @@ def steps(node: NodeExpect, opts: SuiteOptions) -> list[tuple[str, int, str]]:
     out.append(("ecc", 60, f"nvidia-smi --query-gpu={','.join(ECC_FIELDS)} --format=csv,noheader,nounits"))
     reads = []
     for r in node.rails:
-        base = f"/sys/class/infiniband/{r.hca}"
+        base = f"{opts.ib_sysfs}/{r.hca}"
         reads.append(f"echo guid {r.index} $(cat {base}/node_guid 2>/dev/null)")
         reads += [
             f"echo c {r.index} {c} $(cat {base}/ports/{r.port}/counters/{c} 2>/dev/null)"
@@ -255,14 +256,13 @@ def _loopback(node: str, rail: Rail, sec: Section | None) -> Measurement:
 
 def nccl_measurement(test: str, node: str, text: str | None, err: str, peer: str = "") -> Measurement:
     """Bus bandwidth of the largest size (out-of-place or in-place, the better), from nccl-tests output."""
-    if not text:
+    if not text or not text.strip():
         return Measurement(test, node, peer=peer, unit="GB/s", error=err or "no output")
     try:
         res = nccl_tests.parse(text)
     except ParseError as exc:
-        return Measurement(
-            test, node, peer=peer, unit="GB/s", error=f"unparsable all_reduce_perf output: {exc}"
-        )
+        why = f"unparsable all_reduce_perf output: {exc}"
+        return Measurement(test, node, peer=peer, unit="GB/s", error=f"{err}; {why}" if err else why)
     if res.errors or not res.rows:
         return Measurement(
             test, node, peer=peer, unit="GB/s", error="; ".join(res.errors)[:300] or "no result rows"
