@@ -1,4 +1,4 @@
-"""Burn-in tables in the records database: whole iterations only, resume bookkeeping, the records untouched."""
+"""Burn-in tables in the records database: whole iterations only, resume bookkeeping, records untouched."""
 
 from __future__ import annotations
 
@@ -79,8 +79,8 @@ def test_sigkill_inside_the_iteration_transaction_loses_only_that_iteration(tmp_
                 print("written", flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
         db._db = Dying(db._db)
-        db.commit_iteration({bid!r}, 3, "s", "t", 1.0,
-                            [Measurement("ib_write_bw.loopback", "roce-01", f"rail{{r}}", value=1.0) for r in range(5)])
+        rows = [Measurement("ib_write_bw.loopback", "roce-01", f"rail{{r}}", value=1.0) for r in range(5)]
+        db.commit_iteration({bid!r}, 3, "s", "t", 1.0, rows)
     """)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert p.returncode == -signal.SIGKILL and "written" in p.stdout, p.stderr
