@@ -40,3 +40,11 @@ def test_zombie_counts_as_dead() -> None:
     assert procs.wait_until(lambda: not procs.pid_alive(pid), 5)
     os.waitpid(pid, 0)
     procs.signal_all([pid], signal.SIGTERM)  # gone: no error
+
+
+def test_cgroup_hierarchies_exist() -> None:
+    from clusterforge.lab import cgroups
+
+    found = cgroups.hierarchies()
+    assert all(p.is_dir() for p in found)
+    assert cgroups.node_cgroups("c", "n") == [p / "clusterforge" / "c" / "n" for p in found]
