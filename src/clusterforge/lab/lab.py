@@ -179,7 +179,7 @@ class Lab:
             return
         self._prereqs()
         sup = node.supervisor_pid(p)
-        if sup is not None or net.netns_exists(n.netns) or node.node_pids(n):
+        if sup is not None or net.netns_exists(n.netns) or cgroups.pids(self.cluster, name):
             log.info("%s: cleaning up a previous run", name)
             node.signal_stop(p)
             node.finish_stop(n, p, sup, timeout=3.0)
