@@ -4,8 +4,8 @@
 down at the end, then checks the host is as before. The plan is $CLUSTERFORGE_LAB_PLAN, else
 inventory/generated/lab/plan.json, else a 4-node synthetic plan (roce-01/02, ib-01/02, 8 rails each).
 A lab that was already fully up before the session is reused and left up; so is any lab when
-CLUSTERFORGE_LAB_KEEP=1. Tests needing it carry `@pytest.mark.lab`; without root or systemd-nspawn they
-are skipped with the reason.
+CLUSTERFORGE_LAB_KEEP=1 or while another test session (registered under /run/lock) still uses it.
+Tests needing it carry `@pytest.mark.lab`; without root or systemd-nspawn they are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = Path("/run/lock/clusterforge-lab-tests.lock")
+USERS = Path("/run/lock/clusterforge-lab-tests.users")  # one file per test session (pid) using the lab
 
 
 def lab_unavailable() -> str | None:
@@ -76,6 +77,28 @@ def lab_plan_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _plan_source(tmp_path_factory.mktemp("lab-plan"))
 
 
+def _users(register: bool | None) -> list[int]:
+    """Test sessions using the lab (pids), registering (True) or leaving (False) this one; call locked."""
+    from clusterforge.lab import procs
+
+    USERS.mkdir(parents=True, exist_ok=True)
+    me = USERS / str(os.getpid())
+    if register:
+        me.touch()
+    elif register is False:
+        me.unlink(missing_ok=True)
+    alive = []
+    for f in USERS.iterdir():
+        if f.name.isdigit() and procs.pid_alive(int(f.name)):
+            alive.append(int(f.name))
+        else:
+            f.unlink(missing_ok=True)
+    if not alive:
+        with contextlib.suppress(OSError):
+            USERS.rmdir()
+    return alive
+
+
 @pytest.fixture(scope="session")
 def lab(lab_plan_path: Path, worker_id: str) -> Iterator[object]:
     """The session's lab (a clusterforge.lab.Lab), every node SSH-reachable."""
@@ -87,13 +110,17 @@ def lab(lab_plan_path: Path, worker_id: str) -> Iterator[object]:
 
     lab = Lab(lab_plan_path)
     with _locked():
-        already = all(lab.healthy(n.name) for n in lab.plan.nodes)
+        others = [p for p in _users(True) if p != os.getpid()]
+        already = not others and all(lab.healthy(n.name) for n in lab.plan.nodes)
         lab.up(timeout=300)
     yield lab
-    keep = already or os.environ.get("CLUSTERFORGE_LAB_KEEP") == "1" or worker_id != "master"
-    if keep:
-        print(f"\nlab {lab.cluster} left up (`clusterforge lab down` removes it)")
-        return
-    lab.down()
+    with _locked():
+        others = [p for p in _users(False) if p != os.getpid()]
+        keep = already or os.environ.get("CLUSTERFORGE_LAB_KEEP") == "1" or worker_id != "master"
+        if keep or others:
+            why = f"test sessions {others} still use it" if others else "it was up before"
+            print(f"\nlab {lab.cluster} left up ({why}; `clusterforge lab down` removes it)")
+            return
+        lab.down()
     left = {k: v for k, v in lab.leftovers().items() if v}
     assert not left, f"lab down left traces on the host: {left}"

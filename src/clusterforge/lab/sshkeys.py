@@ -58,7 +58,7 @@ def write_known_hosts(ssh_dir: Path, nodes: Iterable[LabNode]) -> Path:
     return path
 
 
-def ssh_argv(ssh_dir: Path, node: LabNode, *cmd: str, connect_timeout: int = 5) -> list[str]:
+def ssh_argv(ssh_dir: Path, node: LabNode, *cmd: str, connect_timeout: int = 15) -> list[str]:
     """A real `ssh` invocation with strict host-key checking against the lab's known_hosts."""
     return [
         "ssh",

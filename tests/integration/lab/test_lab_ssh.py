@@ -31,8 +31,11 @@ def test_unknown_host_key_is_refused(lab: Any, tmp_path: Path) -> None:
     empty = tmp_path / "known_hosts"
     empty.write_text("")
     argv = [a.replace(str(lab.known_hosts_path), str(empty)) for a in lab.ssh_argv(n.name, "true")]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    assert r.returncode != 0 and "verification failed" in r.stderr.lower()
+    for _ in range(3):  # a loaded host may time out the banner exchange: that proves nothing, try again
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        if "timed out" not in r.stderr:
+            break
+    assert r.returncode != 0 and "verification failed" in r.stderr.lower(), r.stderr
 
 
 def test_exec_works_without_sshd(lab: Any) -> None:
