@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.certify import xid as xid_policy
-from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad
+from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad, prefetches
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import xid as xid_log
@@ -19,6 +19,14 @@ KERNEL_LOGS = ("journalctl -k -b -q --no-pager -o short-iso", "dmesg")
 #: clock event reasons that do not mean trouble (Azure NHC: 0x0 none, 0x1 idle, 0x4 SW power cap)
 BENIGN_CLOCK_REASONS = frozenset({"Idle", "SW Power Cap"})
 MEMORY_TOLERANCE = 0.02
+NVLINK = "nvidia-smi nvlink --status"
+TOPO = "nvidia-smi topo -m"
+FABRICMANAGER = "systemctl is-active nvidia-fabricmanager"
+
+
+@prefetches
+def commands(node: NodeExpect) -> list[str]:
+    return [SMI_Q, NVLINK, TOPO, *KERNEL_LOGS] + ([FABRICMANAGER] if node.nvswitch else [])
 
 
 def smi(probe: Probe) -> NvidiaSmiQ:
@@ -144,7 +152,7 @@ def test_nvlink(node: NodeExpect, probe: Probe) -> None:
     nv = node.gpu["nvlink"]
     want_links = int(nv["links_per_gpu"])
     min_speed = float(nv["link_speed_gbs"]) * 0.99
-    status = probe.parse("nvidia-smi nvlink --status", parse_nvlink_status)
+    status = probe.parse(NVLINK, parse_nvlink_status)
     expect_equal(
         "GPUs in nvlink --status", int(node.gpu["count"]), len(status), hint("gpu_missing", node.name)
     )
@@ -169,7 +177,7 @@ def test_nvlink(node: NodeExpect, probe: Probe) -> None:
 
 def test_topology(node: NodeExpect, probe: Probe) -> None:
     """GPU↔GPU links are the SKU's NVLink bond (NV18/NV12); each rail NIC sits next to its GPU (PIX/PXB)."""
-    topo = probe.parse("nvidia-smi topo -m", parse_topo)
+    topo = probe.parse(TOPO, parse_topo)
     want = node.gpu["nvlink"]["topo_link"]
     bad: dict[str, str] = {}
     for a in topo.gpus:
@@ -205,7 +213,7 @@ def test_pcie(node: NodeExpect, probe: Probe) -> None:
 
 @pytest.mark.applies(lambda n: n.nvswitch)
 def test_fabric_manager(node: NodeExpect, probe: Probe) -> None:
-    state = probe.run("systemctl is-active nvidia-fabricmanager", ok=(0, 3, 4)).strip()
+    state = probe.run(FABRICMANAGER, ok=(0, 3, 4)).strip()
     expect_equal(
         "nvidia-fabricmanager.service", "active", state or "<unknown>", hint("fabricmanager", node.name)
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.certify import readers
-from clusterforge.certify.checks import CheckError, Probe
+from clusterforge.certify.checks import CheckError, Probe, prefetches, read_many_cmd
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.hw import ibstat
 from clusterforge.hw.nvidia_smi import parse_q
@@ -21,6 +21,14 @@ PACKAGES = {
 }
 
 
+GUIDS = "/sys/class/infiniband/*/node_guid"
+
+
+@prefetches
+def commands(node: NodeExpect) -> list[str]:
+    return ["nvidia-smi -q", read_many_cmd(GUIDS), "ibstat", DPKG]
+
+
 def test_parts(node: NodeExpect, probe: Probe) -> None:
     """Every GPU's serial (nvidia-smi) and every rail NIC's node GUID (sysfs) is readable; recorded with the
     tool versions. The GUID stands for the NIC serial: it is burned into the adapter and unique."""
@@ -32,7 +40,7 @@ def test_parts(node: NodeExpect, probe: Probe) -> None:
     missing = [g["bus_id"] for g in gpus if not g["serial"]]
     if missing:
         raise CheckError(f"no serial number reported for GPU(s) {', '.join(map(str, missing))}")
-    guids = probe.read_many("/sys/class/infiniband/*/node_guid")
+    guids = probe.read_many(GUIDS)
     by_hca = {p.split("/")[4]: v for p, v in guids.items()}
     nics = [{"index": r.index, "hca": r.hca, "serial": by_hca[r.hca]} for r in node.rails if r.hca in by_hca]
     fw = {ca.name: ca.firmware_version for ca in probe.parse("ibstat", ibstat.parse)}

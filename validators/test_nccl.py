@@ -5,11 +5,19 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.certify import readers
-from clusterforge.certify.checks import Probe, expect_none_bad
+from clusterforge.certify.checks import Probe, expect_none_bad, prefetches
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
 
 pytestmark = pytest.mark.quick
+
+
+CONF = "if [ -f /etc/nccl.conf ]; then cat /etc/nccl.conf; fi"
+
+
+@prefetches
+def commands(node: NodeExpect) -> list[str]:
+    return [CONF]
 
 
 def expected_conf(node: NodeExpect) -> dict[str, str]:
@@ -37,7 +45,7 @@ def _same(key: str, want: str, found: str | None) -> bool:
 
 def test_conf(node: NodeExpect, probe: Probe) -> None:
     have = probe.parse(
-        "if [ -f /etc/nccl.conf ]; then cat /etc/nccl.conf; fi",
+        CONF,
         lambda t: readers.kv_lines(t, "/etc/nccl.conf"),
     )
     want = expected_conf(node)

@@ -6,7 +6,16 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.certify import readers
-from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad
+from clusterforge.certify.checks import (
+    CheckError,
+    Probe,
+    expect,
+    expect_equal,
+    expect_none_bad,
+    prefetches,
+    read_cmd,
+    read_many_cmd,
+)
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
 
@@ -14,11 +23,43 @@ pytestmark = pytest.mark.quick
 
 CPU = "/sys/devices/system/cpu"
 HUGE_KB = {"1G": 1048576, "2M": 2048}
+VENDOR = "grep -m1 '^vendor_id' /proc/cpuinfo"
+GOVERNORS = f"{CPU}/cpu[0-9]*/cpufreq/scaling_governor"
+LIMITS = (
+    'for f in /etc/security/limits.conf /etc/security/limits.d/*.conf; do [ -f "$f" ] && '
+    '{ echo "==> $f <=="; cat "$f"; }; done; true'
+)
+MEMLOCK = "systemctl show -p DefaultLimitMEMLOCK"
+IRQBALANCE = "systemctl is-active irqbalance"
+TUNED = "tuned-adm active"
+
+
+def hugepage_path(node: NodeExpect) -> str:
+    return f"/sys/kernel/mm/hugepages/hugepages-{HUGE_KB[node.tuning['hugepages']['size']]}kB/nr_hugepages"
+
+
+@prefetches
+def commands(node: NodeExpect) -> list[str]:
+    """What these checks read, fetched in one round trip per node."""
+    return [
+        read_cmd("/proc/cmdline"),
+        VENDOR,
+        IDLE_LISTING,
+        read_cmd(f"{CPU}/online"),
+        read_many_cmd(GOVERNORS),
+        read_cmd(hugepage_path(node)),
+        read_cmd("/sys/kernel/mm/transparent_hugepage/enabled"),
+        read_cmd("/proc/sys/kernel/numa_balancing"),
+        LIMITS,
+        MEMLOCK,
+        IRQBALANCE,
+        TUNED,
+    ]
 
 
 def cpu_vendor(probe: Probe) -> str:
     """intel | amd | other, from the CPU itself (the os_tuning role decides the same way)."""
-    out = probe.run("grep -m1 '^vendor_id' /proc/cpuinfo", ok=(0, 1))
+    out = probe.run(VENDOR, ok=(0, 1))
     return {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(out.partition(":")[2].strip(), "other")
 
 
@@ -111,7 +152,7 @@ def test_cstates(node: NodeExpect, probe: Probe) -> None:
 
 def test_governor(node: NodeExpect, probe: Probe) -> None:
     want = node.tuning["governor"]
-    values = readers.per_cpu(probe.read_many(f"{CPU}/cpu[0-9]*/cpufreq/scaling_governor"), "scaling_governor")
+    values = readers.per_cpu(probe.read_many(GOVERNORS), "scaling_governor")
     bad = {f"cpu{c}": values.get(c, "<no cpufreq>") for c in _online(probe) if values.get(c) != want}
     expect_none_bad("scaling_governor", bad, f"{want} on every online CPU", hint("governor", node.name))
 
@@ -121,7 +162,7 @@ def test_hugepages(node: NodeExpect, probe: Probe) -> None:
     kb = HUGE_KB[hp["size"]]
     count = int(hp["count"])
     if not hp.get("per_numa"):
-        total = probe.read(f"/sys/kernel/mm/hugepages/hugepages-{kb}kB/nr_hugepages")
+        total = probe.read(hugepage_path(node))
         expect_equal(f"{hp['size']} hugepages", str(count), total, hint("hugepages", node.name))
         return
     per_node = probe.read_many(f"/sys/devices/system/node/node[0-9]*/hugepages/hugepages-{kb}kB/nr_hugepages")
@@ -148,10 +189,7 @@ def test_numa_balancing(node: NodeExpect, probe: Probe) -> None:
 
 def test_memlock_login(node: NodeExpect, probe: Probe) -> None:
     """pam_limits gives ordinary users unlimited locked memory (soft and hard)."""
-    text = probe.run(
-        "for f in /etc/security/limits.conf /etc/security/limits.d/*.conf; do "
-        '[ -f "$f" ] && { echo "==> $f <=="; cat "$f"; }; done; true'
-    )
+    text = probe.run(LIMITS)
     eff = readers.memlock_for_users(readers.limits(text, "/etc/security/limits.conf"))
     expect(
         eff.get("soft") == "unlimited" and eff.get("hard") == "unlimited",
@@ -164,7 +202,7 @@ def test_memlock_login(node: NodeExpect, probe: Probe) -> None:
 
 def test_memlock_systemd(node: NodeExpect, probe: Probe) -> None:
     """systemd services (slurmd, dcgm, ...) start with unlimited locked memory."""
-    shown = probe.parse("systemctl show -p DefaultLimitMEMLOCK", readers.systemctl_show)
+    shown = probe.parse(MEMLOCK, readers.systemctl_show)
     value = shown.get("DefaultLimitMEMLOCK")
     if value is None:
         raise CheckError("systemctl show does not report DefaultLimitMEMLOCK")
@@ -173,12 +211,12 @@ def test_memlock_systemd(node: NodeExpect, probe: Probe) -> None:
 
 def test_irqbalance(node: NodeExpect, probe: Probe) -> None:
     want = "active" if node.tuning["irqbalance"] else "inactive"
-    state = probe.run("systemctl is-active irqbalance", ok=(0, 3, 4)).strip()
+    state = probe.run(IRQBALANCE, ok=(0, 3, 4)).strip()
     expect_equal("irqbalance.service", want, state or "<unknown>", hint("irqbalance", node.name))
 
 
 @pytest.mark.applies(lambda n: bool(n.tuning.get("tuned_profile")))
 def test_tuned_profile(node: NodeExpect, probe: Probe) -> None:
-    out = probe.run("tuned-adm active")
+    out = probe.run(TUNED)
     found = out.split(":", 1)[1].strip() if "Current active profile:" in out else out.strip()
     expect_equal("tuned profile", node.tuning["tuned_profile"], found or "<none>", hint("tuned", node.name))

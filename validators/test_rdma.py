@@ -10,7 +10,17 @@ import ipaddress
 import pytest
 
 from clusterforge.certify import readers
-from clusterforge.certify.checks import CheckError, CheckFailed, Probe, expect, expect_equal, expect_none_bad
+from clusterforge.certify.checks import (
+    CheckError,
+    CheckFailed,
+    Probe,
+    expect,
+    expect_equal,
+    expect_none_bad,
+    prefetches,
+    read_cmd,
+    read_many_cmd,
+)
 from clusterforge.certify.expect import NodeExpect, Rail
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import ibstat, ibv_devinfo, mlnx_qos
@@ -21,6 +31,56 @@ pytestmark = pytest.mark.quick
 IB_MTU = 4096  # RoCE/IB path MTU with a jumbo (>= 4200) netdev MTU; IB NDR's 4K MTU
 DEFAULT_QOS_UNIT = "clusterforge-roce-qos.service"
 roce_only = pytest.mark.applies(lambda n: n.roce)
+
+
+PEERMEM = "cat /sys/module/nvidia_peermem/initstate 2>/dev/null || echo absent"
+IBV = "ibv_devinfo"
+QOS_SHOW = "systemctl show -p UnitFileState,ActiveState,Result {}"
+
+
+def netdev_cmds(r: Rail) -> list[str]:
+    return [
+        f"[ -e /sys/class/net/{r.netdev} ] && echo yes || echo no",
+        read_cmd(f"/sys/class/net/{r.netdev}/operstate"),
+        read_cmd(f"/sys/class/net/{r.netdev}/mtu"),
+        f"ip -o -4 addr show dev {r.netdev}",
+    ]
+
+
+def gid_cmds(r: Rail, idx: object) -> list[str]:
+    base = _sys_ib(r)
+    return [
+        read_cmd(f"{base}/gids/{idx}"),
+        read_cmd(f"{base}/gid_attrs/types/{idx}"),
+        f"cat {base}/gid_attrs/ndevs/{idx} 2>/dev/null || true",
+    ]
+
+
+def ecn_cmds(r: Rail, prio: int) -> list[str]:
+    return [read_cmd(f"/sys/class/net/{r.netdev}/ecn/roce_{side}/enable/{prio}") for side in ("np", "rp")]
+
+
+def tos_cmd(r: Rail) -> str:
+    return f"cat /sys/kernel/config/rdma_cm/{r.hca}/ports/{r.port}/default_roce_tos 2>/dev/null || echo unset"
+
+
+@prefetches
+def commands(node: NodeExpect) -> list[str]:
+    cmds = ["ibstat", IBV, "nvidia-smi topo -m", read_cmd("/proc/cmdline"), PEERMEM]
+    for r in node.rails:
+        cmds += [
+            read_many_cmd(f"{_sys_ib(r)}/counters/*"),
+            *netdev_cmds(r),
+            read_cmd(f"/sys/class/infiniband/{r.hca}/device/numa_node"),
+        ]
+        if node.roce:
+            q = node.tuning["roce"]
+            cmds += [f"mlnx_qos -i {r.netdev}", *ecn_cmds(r, int(q["lossless_priority"])), tos_cmd(r)]
+            if "nccl_ib_gid_index" in node.knobs:
+                cmds += gid_cmds(r, node.knobs["nccl_ib_gid_index"])
+    if node.roce:
+        cmds.append(QOS_SHOW.format(node.knobs.get("rdma_roce_qos_unit", DEFAULT_QOS_UNIT)))
+    return cmds
 
 
 def _ports(probe: Probe) -> dict[str, ibstat.IbCa]:
@@ -90,13 +150,14 @@ def test_error_counters(node: NodeExpect, probe: Probe, rail: int) -> None:
 def test_netdev(node: NodeExpect, probe: Probe, rail: int) -> None:
     """The rail netdev is up, carries the planned address, and has the planned MTU."""
     r = _rail(node, rail)
-    present = probe.run(f"[ -e /sys/class/net/{r.netdev} ] && echo yes || echo no").strip()
+    exists, operstate, mtu_cmd, addr_cmd = netdev_cmds(r)
+    present = probe.run(exists).strip()
     expect(
         present == "yes", f"rail {rail} netdev", f"{r.netdev} present", "absent", hint("nic_hw", node.name)
     )
-    state = probe.read(f"/sys/class/net/{r.netdev}/operstate")
-    mtu = probe.read(f"/sys/class/net/{r.netdev}/mtu")
-    addrs = probe.run(f"ip -o -4 addr show dev {r.netdev}").split()
+    state = probe.run(operstate).strip()
+    mtu = probe.run(mtu_cmd).strip()
+    addrs = probe.run(addr_cmd).split()
     cidrs = [a for a in addrs if "/" in a and a[0].isdigit()]
     want = f"up, {r.ip}/{r.prefix}, mtu {r.mtu}"
     found = f"{state}, {','.join(cidrs) or 'no IPv4'}, mtu {mtu}"
@@ -112,7 +173,7 @@ def test_netdev(node: NodeExpect, probe: Probe, rail: int) -> None:
 
 def test_active_mtu(node: NodeExpect, probe: Probe, rail: int) -> None:
     r = _rail(node, rail)
-    devs = probe.parse(f"ibv_devinfo -d {r.hca}", ibv_devinfo.parse)
+    devs = probe.parse(IBV, ibv_devinfo.parse)
     port = next((p for d in devs for p in d.ports if d.hca_id == r.hca and p.port == r.port), None)
     if port is None:
         raise CheckError(f"ibv_devinfo -d {r.hca} does not list port {r.port}")
@@ -142,7 +203,7 @@ def test_numa(node: NodeExpect, probe: Probe, rail: int) -> None:
 
 
 def test_peermem(node: NodeExpect, probe: Probe) -> None:
-    state = probe.run("cat /sys/module/nvidia_peermem/initstate 2>/dev/null || echo absent").strip()
+    state = probe.run(PEERMEM).strip()
     expect_equal("nvidia_peermem module", "live", state, hint("peermem", node.name))
 
 
@@ -180,8 +241,7 @@ def test_roce_ecn(node: NodeExpect, probe: Probe, rail: int) -> None:
     r, q = _rail(node, rail), node.tuning["roce"]
     want = "1" if q.get("ecn", True) else "0"
     prio = int(q["lossless_priority"])
-    np_ = probe.read(f"/sys/class/net/{r.netdev}/ecn/roce_np/enable/{prio}")
-    rp = probe.read(f"/sys/class/net/{r.netdev}/ecn/roce_rp/enable/{prio}")
+    np_, rp = (probe.run(c).strip() for c in ecn_cmds(r, prio))
     expect(
         np_ == want and rp == want,
         f"{r.netdev} ECN on priority {prio}",
@@ -203,10 +263,7 @@ def test_roce_gid(node: NodeExpect, probe: Probe, rail: int) -> None:
     idx = node.knobs.get("nccl_ib_gid_index")
     if idx is None:
         raise CheckError("no configured RoCE GID index (nccl_ib_gid_index) in the inventory's group_vars")
-    base = _sys_ib(r)
-    gid = probe.read(f"{base}/gids/{idx}")
-    kind = probe.read(f"{base}/gid_attrs/types/{idx}")
-    ndev = probe.run(f"cat {base}/gid_attrs/ndevs/{idx} 2>/dev/null || true").strip()
+    gid, kind, ndev = (probe.run(c).strip() for c in gid_cmds(r, idx))
     want = f"RoCE v2 {roce_gid(r.ip)} on {r.netdev}"
     found = f"{kind} {gid} on {ndev or '?'}"
     expect(
@@ -217,9 +274,7 @@ def test_roce_gid(node: NodeExpect, probe: Probe, rail: int) -> None:
 @roce_only
 def test_roce_tos(node: NodeExpect, probe: Probe, rail: int) -> None:
     r, tos = _rail(node, rail), str(node.tuning["roce"]["tos"])
-    found = probe.run(
-        f"cat /sys/kernel/config/rdma_cm/{r.hca}/ports/{r.port}/default_roce_tos 2>/dev/null || echo unset"
-    ).strip()
+    found = probe.run(tos_cmd(r)).strip()
     expect_equal(f"{r.hca} RDMA-CM default ToS (rail {rail})", tos, found, hint("roce_qos", node.name))
 
 
@@ -227,7 +282,7 @@ def test_roce_tos(node: NodeExpect, probe: Probe, rail: int) -> None:
 def test_qos_unit(node: NodeExpect, probe: Probe) -> None:
     """The unit that re-applies the (non-persistent) QoS settings at boot is enabled and succeeded."""
     unit = str(node.knobs.get("rdma_roce_qos_unit", DEFAULT_QOS_UNIT))
-    show = probe.parse(f"systemctl show -p UnitFileState,ActiveState,Result {unit}", readers.systemctl_show)
+    show = probe.parse(QOS_SHOW.format(unit), readers.systemctl_show)
     found = f"{show.get('UnitFileState') or 'not-found'}/{show.get('ActiveState')}/{show.get('Result')}"
     ok = (
         show.get("UnitFileState") == "enabled"

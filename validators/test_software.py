@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 
 from clusterforge.certify import readers
-from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad
+from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad, prefetches
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import ibstat
@@ -117,20 +117,30 @@ def test_vbios(node: NodeExpect, probe: Probe) -> None:
     expect_none_bad("GPU VBIOS", bad, f"{pin} on every GPU", hint("vbios", node.name))
 
 
+CHRONY_UNITS = ("chrony.service", "chronyd.service")
+CHRONY_SHOW = "systemctl show -p LoadState,ActiveState,ConditionResult,ConditionTimestampMonotonic {}"
+CHRONY_CONF = (
+    "cat /etc/chrony/chrony.conf /etc/chrony/conf.d/*.conf /etc/chrony/sources.d/*.sources "
+    "/etc/chrony.conf 2>/dev/null; true"
+)
+VIRT = "systemd-detect-virt --container"
+
+
+@prefetches
+def commands(node: NodeExpect) -> list[str]:
+    return [SMI_Q, DPKG, "ibstat", CHRONY_CONF, *(CHRONY_SHOW.format(u) for u in CHRONY_UNITS), VIRT]
+
+
 def _chrony_unit(probe: Probe) -> tuple[str, dict[str, str]]:
-    props = "-p LoadState,ActiveState,ConditionResult,ConditionTimestampMonotonic"
-    for unit in ("chrony.service", "chronyd.service"):
-        show = probe.parse(f"systemctl show {props} {unit}", readers.systemctl_show)
+    for unit in CHRONY_UNITS:
+        show = probe.parse(CHRONY_SHOW.format(unit), readers.systemctl_show)
         if show.get("LoadState") == "loaded":
             return unit, show
     raise CheckError("no chrony unit (chrony.service / chronyd.service) is loaded")
 
 
 def _configured_servers(probe: Probe) -> list[str]:
-    out = probe.run(
-        "cat /etc/chrony/chrony.conf /etc/chrony/conf.d/*.conf /etc/chrony/sources.d/*.sources "
-        "/etc/chrony.conf 2>/dev/null; true"
-    )
+    out = probe.run(CHRONY_CONF)
     return [
         ln.split()[1]
         for ln in out.splitlines()
@@ -155,7 +165,7 @@ def test_time_sync(node: NodeExpect, probe: Probe) -> None:
     unit, show = _chrony_unit(probe)
     if show.get("ActiveState") != "active":
         skipped = show.get("ConditionResult") == "no" and show.get("ConditionTimestampMonotonic", "0") != "0"
-        virt = probe.run("systemd-detect-virt --container", ok=(0, 1)).strip()
+        virt = probe.run(VIRT, ok=(0, 1)).strip()
         expect(
             skipped and virt not in ("", "none"),
             unit,

@@ -26,6 +26,26 @@ from clusterforge.hw import ParseError
 
 T = TypeVar("T")
 
+#: validator modules register here the cheap commands their checks will run for a node; the validators'
+#: conftest prefetches them in one round trip per node (:meth:`Probe.prefetch`)
+PREFETCH: dict[str, Callable[[Any], list[str]]] = {}
+
+
+def prefetches(fn: Callable[[Any], list[str]]) -> Callable[[Any], list[str]]:
+    PREFETCH[f"{fn.__module__}.{fn.__qualname__}"] = fn
+    return fn
+
+
+def read_cmd(path: str) -> str:
+    """The command :meth:`Probe.read` runs."""
+    return f"cat {shlex.quote(path)}"
+
+
+def read_many_cmd(pattern: str) -> str:
+    """The command :meth:`Probe.read_many` runs."""
+    return f"grep -H -m1 '' {pattern}"
+
+
 #: exit codes of coreutils `timeout` and of a shell that cannot find / execute the tool
 RC_TIMEOUT = (124, 137)
 RC_NOT_FOUND = 127
@@ -82,6 +102,7 @@ class CommandRecord:
     stderr: str = ""
     error: str = ""
     cached: bool = False
+    batched: bool = False  # came from a prefetch batch (its time is the batch's, not this command's)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,6 +126,44 @@ def wrap(command: str, timeout: int) -> str:
         f"LC_ALL=C timeout -k 2 {int(timeout)} sh -c {shlex.quote(command)}; "
         f"r=$?; [ $r -ne {RC_SSH} ] || r={RC_REMOTE_255}; exit $r"
     )
+
+
+_MARK = b"\n@@CF@@ "
+
+
+def batch_script(commands: list[str], timeout: int) -> str:
+    """One shell script running every command under `timeout`, printing for each
+    ``\n@@CF@@ <index> <rc> <stdout bytes> <stderr bytes>\n`` then its stdout and stderr."""
+    report = 'printf \'\\n@@CF@@ %s %s %s %s\\n\' "$2" "$r" "$(stat -c %s "$t/o")" "$(stat -c %s "$t/e")"'
+    lines = [
+        "t=$(mktemp -d) || exit 90",
+        f'run() {{ LC_ALL=C timeout -k 2 {int(timeout)} sh -c "$1" >"$t/o" 2>"$t/e" </dev/null; r=$?; '
+        f'{report}; cat "$t/o" "$t/e"; }}',
+    ]
+    lines += [f"run {shlex.quote(c)} {i}" for i, c in enumerate(commands)]
+    lines.append('rm -rf "$t"')
+    return "\n".join(lines)
+
+
+def parse_batch(out: bytes, count: int) -> dict[int, tuple[int, str, str]]:
+    """Results of :func:`batch_script` by command index; stops at the first thing that does not fit."""
+    results: dict[int, tuple[int, str, str]] = {}
+    pos = 0
+    while pos < len(out) and len(results) < count:
+        if not out.startswith(_MARK, pos):
+            break
+        end = out.find(b"\n", pos + len(_MARK))
+        try:
+            idx, rc, lo, le = (int(x) for x in out[pos + len(_MARK) : end].split())
+        except ValueError:
+            break
+        body = out[end + 1 : end + 1 + lo + le]
+        if len(body) != lo + le:
+            break
+        rc = RC_REMOTE_255 if rc == RC_SSH else rc
+        results[idx] = (rc, body[:lo].decode(errors="replace"), body[lo:].decode(errors="replace"))
+        pos = end + 1 + lo + le
+    return results
 
 
 def _tool(command: str) -> str:
@@ -131,6 +190,7 @@ class Probe:
         self._cache: dict[str, tuple[int, str, str] | CheckError] = {}
         self._unreachable: Unreachable | None = None
         self._hung: dict[str, str] = {}  # tool -> the command that hung: the tool is not run again
+        self._prefetched: dict[str, tuple[int, str, str]] = {}
         self.log: list[CommandRecord] = []
         self.notes: dict[str, Any] = {}
         self.attempts: list[Attempt] = []
@@ -150,9 +210,8 @@ class Probe:
         self.notes[key] = value
 
     # -- running -----------------------------------------------------------------------------------
-    def _exec(self, command: str, timeout: int) -> tuple[int, str, str]:
-        """(rc, stdout, stderr) of ``command`` run on the node under ``timeout``, with a local deadline."""
-        remote, budget = wrap(command, timeout), timeout + LOCAL_GRACE_S
+    def _transport(self, remote: str, budget: float) -> tuple[int, bytes, bytes]:
+        """Run a shell line on the node: (rc, stdout, stderr) as bytes, within ``budget`` seconds locally."""
         backend = self.host.backend
         from testinfra.backend.ssh import SshBackend
 
@@ -167,18 +226,41 @@ class Probe:
                 raise CheckError(
                     f"no answer from {self.node} within {budget:.0f} s (ssh)", command=remote
                 ) from None
-            out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
             if p.returncode == RC_SSH:
-                raise Unreachable(
-                    f"{self.node} unreachable over SSH: {err.strip()[-300:] or 'ssh exit 255'}",
-                    command=remote,
-                )
-            return p.returncode, out, err
+                why = p.stderr.decode(errors="replace").strip()[-300:] or "ssh exit 255"
+                raise Unreachable(f"{self.node} unreachable over SSH: {why}", command=remote)
+            return p.returncode, p.stdout, p.stderr
         try:
             res = self.host.run(remote)
         except RuntimeError as exc:  # testinfra raises this for connection failures
             raise Unreachable(f"{self.node} unreachable: {exc}", command=remote) from None
-        return res.rc, res.stdout, res.stderr
+        return res.rc, res.stdout_bytes, res.stderr_bytes
+
+    def _exec(self, command: str, timeout: int) -> tuple[int, str, str]:
+        """(rc, stdout, stderr) of ``command`` run on the node under ``timeout``, with a local deadline."""
+        rc, out, err = self._transport(wrap(command, timeout), timeout + LOCAL_GRACE_S)
+        return rc, out.decode(errors="replace"), err.decode(errors="replace")
+
+    def prefetch(self, commands: Iterable[str]) -> int:
+        """Run many cheap commands in ONE round trip (each under its own remote timeout); later
+        :meth:`run` calls of the same commands use these results. Purely an optimisation: if the batch
+        cannot run, every check runs its own command. Returns how many results were fetched."""
+        todo = [c for c in dict.fromkeys(commands) if f"{self.timeout}\0{c}" not in self._cache]
+        if not todo or self._unreachable is not None:
+            return 0
+        try:
+            rc, out, _ = self._transport(
+                batch_script(todo, self.timeout), self.timeout * len(todo) + LOCAL_GRACE_S
+            )
+        except Unreachable as exc:
+            self._unreachable = exc
+            return 0
+        except CheckError:
+            return 0
+        results = parse_batch(out, len(todo)) if rc == 0 else {}
+        for i, (rc_i, o, e) in results.items():
+            self._prefetched[f"{self.timeout}\0{todo[i]}"] = (rc_i, o, e)
+        return len(results)
 
     def run(
         self, command: str, *, timeout: int | None = None, ok: Iterable[int] = (0,), cache: bool = True
@@ -194,7 +276,11 @@ class Probe:
                 f"`{tool}` hung earlier on {self.node} (`{self._hung[tool]}`): not run again", command=command
             )
         key = f"{t}\0{command}"
-        if cache and key in self._cache:
+        if key in self._prefetched:  # first use of a prefetched result: log it with its output
+            rc, out, err = self._prefetched.pop(key)
+            self.log.append(CommandRecord(command, rc, 0.0, _short(out), _short(err), batched=True))
+            self._cache[key] = (rc, out, err)
+        elif cache and key in self._cache:
             hit = self._cache[key]
             if isinstance(hit, CheckError):
                 self.log.append(CommandRecord(command, None, 0.0, error=str(hit), cached=True))
@@ -254,14 +340,14 @@ class Probe:
 
     def read(self, path: str) -> str:
         """One file's content, stripped (`cat`); a missing file is an error."""
-        return self.run(f"cat {shlex.quote(path)}").strip()
+        return self.run(read_cmd(path)).strip()
 
     def read_many(self, pattern: str) -> dict[str, str]:
         """Every file a shell glob matches → its first line, in one round trip (``grep -H``).
 
         No match, or a file that cannot be read, is an error; empty files are left out.
         """
-        out = self.run(f"grep -H -m1 '' {pattern}")
+        out = self.run(read_many_cmd(pattern))
         values: dict[str, str] = {}
         for line in out.splitlines():
             path, sep, value = line.partition(":")

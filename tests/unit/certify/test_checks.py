@@ -180,3 +180,52 @@ def test_a_tool_that_hung_is_not_run_again(probe: Probe, tmp_path: Any) -> None:
     with pytest.raises(CheckError, match=r"hung earlier .* not run again"):
         probe.run(f"{tool} topo -m", timeout=1)
     assert time.monotonic() - start < 0.5
+
+
+def test_prefetch_one_round_trip_serves_later_runs(probe: Probe) -> None:
+    cmds = [
+        "echo hello",
+        "printf 'a\\nb'; echo err >&2; exit 3",
+        "no-such-tool-cf",
+        "printf 'é\\n@@CF@@ 9 9 9 9\\n'",
+        "exit 255",
+    ]
+    calls: list[str] = []
+    real = probe._transport
+
+    def counting(remote: str, budget: float) -> tuple[int, bytes, bytes]:
+        calls.append(remote)
+        return real(remote, budget)
+
+    probe._transport = counting  # type: ignore[method-assign]
+    assert probe.prefetch(cmds) == len(cmds)
+    assert len(calls) == 1
+    assert probe.run("echo hello") == "hello\n"
+    assert probe.run(cmds[1], ok=(3,)) == "a\nb"
+    assert probe.run(cmds[3]) == "é\n@@CF@@ 9 9 9 9\n"  # output that looks like a marker is data
+    with pytest.raises(CheckError, match="not installed"):
+        probe.run("no-such-tool-cf")
+    with pytest.raises(CheckError, match="exited 255") as exc:
+        probe.run("exit 255")
+    assert not isinstance(exc.value, Unreachable)
+    assert len(calls) == 1  # nothing ran again
+    assert probe.log[0].batched and probe.log[0].stdout == "hello\n"  # output kept as evidence on first use
+
+
+def test_prefetch_of_a_hung_tool_marks_it_hung(probe: Probe) -> None:
+    probe.timeout = 1
+    probe.prefetch(["sleep 30", "echo after"])
+    assert probe.run("echo after") == "after\n"
+    with pytest.raises(CheckError, match="hung"):
+        probe.run("sleep 30")
+    with pytest.raises(CheckError, match="hung earlier"):
+        probe.run("sleep 5")
+
+
+def test_prefetch_failure_falls_back_to_single_commands(tmp_path: Any) -> None:
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Host *\n  BatchMode yes\n  UserKnownHostsFile /dev/null\n  ConnectTimeout 3\n")
+    p = Probe(testinfra.get_host("ssh://root@127.0.0.1:1", ssh_config=str(cfg), controlpersist=0), "n1", 5)
+    assert p.prefetch(["echo a"]) == 0
+    with pytest.raises(Unreachable):
+        p.run("echo a")

@@ -67,10 +67,7 @@ def test_governor_every_cpu(ib_node: NodeExpect) -> None:
 
 
 def test_memlock(ib_node: NodeExpect) -> None:
-    cmd = (
-        'for f in /etc/security/limits.conf /etc/security/limits.d/*.conf; do [ -f "$f" ] && { echo "==> '
-        '$f <=="; cat "$f"; }; done; true'
-    )
+    cmd = os_tuning.LIMITS
     conf = (
         "==> /etc/security/limits.d/90-clusterforge-memlock.conf <==\n*    soft    memlock    unlimited\n"
         "*    hard    memlock    unlimited\n"
