@@ -161,7 +161,8 @@ def test_cmdline_after_reboot_and_faults_persist(pair: tuple[Node, Node]) -> Non
     a.fault("gpu-missing", gpu=3)
     a.reboot()
     assert "intel_idle.max_cstate=1" in a.ok("cat /proc/cmdline")
-    assert "HugePages_Total:       4" in a.ok("grep HugePages_Total /proc/meminfo")
+    assert a.ok("cat /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages").strip() == "4"
+    assert "Hugetlb:         4194304 kB" in a.ok("grep Hugetlb /proc/meminfo")  # default size stays 2M
     assert ns.parse_q(a.ok("nvidia-smi -q")).attached_gpus == len(a.rails) - 1
     assert mlnx_qos.parse(a.ok(f"mlnx_qos -i {a.rails[0].netdev}")).trust_state == "pcp"
     a.fault("gpu-missing", clear=True)
