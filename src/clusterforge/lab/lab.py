@@ -136,7 +136,7 @@ class Lab:
         self.infra_up()
         t1 = time.monotonic()
         for n in self.plan.nodes:
-            self.node_up(n.name)
+            self.node_up(n.name, prepared=True)
         if wait:
             self.wait_ssh(timeout=timeout)
         log.info(
@@ -172,12 +172,14 @@ class Lab:
             and node.init_pid(n) is not None
         )
 
-    def node_up(self, name: str, wait: bool = False, timeout: float = 60.0) -> None:
+    def node_up(self, name: str, wait: bool = False, timeout: float = 60.0, prepared: bool = False) -> None:
+        """Boot one node (idempotent). `prepared`: the caller has just run the shared prerequisites."""
         n = self.plan.node(name)
         p = self.paths(name)
         if self.healthy(name):
             return
-        self._prereqs()
+        if not prepared:
+            self._prereqs()
         sup = node.supervisor_pid(p)
         if sup is not None or net.netns_exists(n.netns) or cgroups.pids(self.cluster, name):
             log.info("%s: cleaning up a previous run", name)
