@@ -203,6 +203,8 @@ def build_base(dest: Path, mirror: str | None = None) -> Path:
             detail = root / "debootstrap/debootstrap.log"
             tail = detail.read_text(errors="replace")[-3000:] if detail.exists() else ""
             raise RuntimeError(f"debootstrap failed (see {logfile}):\n{tail}")
+        for deb in (root / "var/cache/apt/archives").glob("*.deb"):
+            deb.unlink()  # debootstrap keeps what it downloaded: not part of the image
         part = dest.with_suffix(".part")
         _run(
             [
