@@ -12,8 +12,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-from clusterforge.burnin.analysis import UnitStats
+from clusterforge.burnin.analysis import MAD_SCALE, UnitStats
 
 UnitKey = tuple[str, str, str, str]
 BAD, OK, GREY = "#c62828", "#1565c0", "#9e9e9e"
@@ -21,7 +22,7 @@ BAD, OK, GREY = "#c62828", "#1565c0", "#9e9e9e"
 
 def data_uri(fig: Figure, dpi: int = 80) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi)  # no bbox_inches="tight": it draws the figure twice
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
@@ -33,13 +34,16 @@ def _label(key: UnitKey) -> str:
     return " ".join(x for x in (node, comp, f"~{peer}" if peer else "") if x)
 
 
-def fleet_box(title: str, unit: str, units: Mapping[UnitKey, UnitStats], flagged: set[UnitKey]) -> str:
-    """One fleet: a box plot of its units' levels, every unit a dot, flagged units red and named."""
+def fleet_box(
+    title: str, unit: str, units: Mapping[UnitKey, UnitStats], flagged: set[UnitKey], z_max: float
+) -> str:
+    """One fleet: a box plot of its units' levels, every unit a dot, flagged units red and named; the dashed
+    line is the fleet median, the dotted one the level below which a unit is an outlier."""
     fig, ax = plt.subplots(figsize=(7.5, 2.2 + 0.12 * min(len(flagged), 10)))
     levels = [(k, s.level) for k, s in sorted(units.items()) if s.level is not None]
     values = [v for _, v in levels]
     if values:
-        ax.boxplot(values, vert=False, widths=0.5, showfliers=False)
+        ax.boxplot(values, orientation="horizontal", widths=0.5, showfliers=False)
     for i, (k, v) in enumerate(levels):
         jitter = 1 + 0.18 * (((i * 7919) % 13) / 12 - 0.5)
         bad = k in flagged
@@ -49,11 +53,17 @@ def fleet_box(title: str, unit: str, units: Mapping[UnitKey, UnitStats], flagged
                 _label(k), (v, jitter), xytext=(4, 6), textcoords="offset points", fontsize=8, color=BAD
             )
     s0 = next(iter(units.values()), None)
-    if s0 is not None and s0.fleet_median is not None:
+    if s0 is not None and s0.fleet_median is not None and s0.fleet_mad:
+        limit = s0.fleet_median - z_max * s0.fleet_mad / MAD_SCALE
         ax.axvline(s0.fleet_median, color=GREY, ls="--", lw=1)
+        ax.axvline(limit, color=BAD, ls=":", lw=1)
+        lo, hi = min([*values, limit]), max([*values, s0.fleet_median])
+        pad = max(0.03 * s0.fleet_median, 0.05 * (hi - lo))
+        ax.set_xlim(lo - pad, hi + pad)
     ax.set_yticks([])
     ax.set_xlabel(unit)
     ax.set_title(title, fontsize=10)
+    fig.subplots_adjust(left=0.03, right=0.97, bottom=0.22, top=0.85)
     return data_uri(fig)
 
 
@@ -62,8 +72,8 @@ def node_figure(
     series: Mapping[UnitKey, Sequence[tuple[int, float | None]]],
     flagged: set[UnitKey],
 ) -> str:
-    """Per node: bandwidth per rail (loopback and pairs), per GPU (nvbandwidth), bus bandwidth over time."""
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.2))
+    """Per node: bandwidth per rail (loopback, pairs), per GPU (PCIe, NVLink), bus bandwidth by iteration."""
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.2))
     _per_index(
         axes[0],
         node,
@@ -79,12 +89,15 @@ def node_figure(
         node,
         series,
         flagged,
-        ("nvbandwidth.h2d", "nvbandwidth.d2h", "nvbandwidth.d2d"),
+        ("nvbandwidth.h2d", "nvbandwidth.d2h"),
         "gpu",
         "GB/s",
-        "nvbandwidth per GPU (o h2d, x d2h, ^ d2d)",
+        "PCIe per GPU (o h2d, x d2h)",
     )
-    ax = axes[2]
+    _per_index(
+        axes[2], node, series, flagged, ("nvbandwidth.d2d",), "gpu", "GB/s", "GPU-GPU per GPU (d2d read)"
+    )
+    ax = axes[3]
     for key, pts in sorted(series.items()):
         test, n, _c, peer = key
         if (test == "all_reduce.node" and n == node) or (
@@ -101,12 +114,15 @@ def node_figure(
                 ms=4,
                 label="node" if test == "all_reduce.node" else f"group {n}",
             )
-    ax.set_title("all_reduce bus bandwidth over iterations", fontsize=9)
+    _min_span(ax, [float(y) for line in ax.lines for y in line.get_ydata()])
+    ax.set_title("all_reduce bus bandwidth", fontsize=9)
     ax.set_xlabel("iteration")
     ax.set_ylabel("GB/s")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if ax.lines:
         ax.legend(fontsize=7)
     fig.suptitle(node, fontsize=11)
+    fig.subplots_adjust(left=0.04, right=0.99, bottom=0.16, top=0.82, wspace=0.3)
     return data_uri(fig)
 
 
@@ -130,6 +146,7 @@ def _per_index(
         for _it, v in pts:
             if v is not None:
                 by[test].append((idx, v, key in flagged))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for i, test in enumerate(tests):
         dots = by.get(test, [])
         if not dots:
@@ -143,6 +160,16 @@ def _per_index(
             c=[BAD if p[2] else OK for p in dots],
             alpha=0.75,
         )
+    _min_span(ax, [p[1] for dots in by.values() for p in dots])
     ax.set_title(title, fontsize=9)
     ax.set_xlabel(prefix)
     ax.set_ylabel(unit)
+
+
+def _min_span(ax: plt.Axes, values: Sequence[float], rel: float = 0.05) -> None:
+    """At least ±`rel` of the median on the y axis, so that healthy noise does not look like a cliff."""
+    if not values:
+        return
+    mid = sorted(values)[len(values) // 2]
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(min(lo, mid * (1 - rel)), max(hi, mid * (1 + rel)))

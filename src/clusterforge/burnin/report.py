@@ -150,7 +150,8 @@ def to_html(bdb: BurninDB, burnin_id: str, max_node_plots: int = 64) -> str:
         by_class[cls][k] = ev.units[k]
     for cls, members in sorted(by_class.items()):
         test = cls.split(" | ")[0]
-        out.append(f'<img alt="{e(cls)}" src="{plots.fleet_box(cls, TESTS[test][0], members, flagged)}">')
+        uri = plots.fleet_box(cls, TESTS[test][0], members, flagged, ev.config.z_max)
+        out.append(f'<img alt="{e(cls)}" src="{uri}">')
     out.append("<h2>Nodes</h2>")
     order = sorted(ev.nodes, key=lambda n: (ev.nodes[n].verdict == "pass", n))
     shown = [n for i, n in enumerate(order) if i < max_node_plots or ev.nodes[n].verdict != "pass"]
