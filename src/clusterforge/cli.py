@@ -88,13 +88,14 @@ def drift(
                                                     help="unreachable nodes are not drift")] = False,
     fix: Annotated[bool, typer.Option("--fix", help="provision and re-certify the drifted nodes")] = False,
     output: Annotated[Path | None, typer.Option(help="also write the report to this file")] = None,
+    shard: Annotated[str | None, typer.Option(help="check only shard i/n of the hosts (several controllers)")] = None,
 ) -> None:
     """Does every node still match the declared cluster? Exit 0 no drift, 3 drift, 2 bad input, 1 tool failed."""
     from clusterforge.drift.pipeline import drift_flow
 
     if fmt not in ("text", "json", "junit", "markdown"):
         raise typer.BadParameter(f"--format must be text, json, junit or markdown, not {fmt!r}")
-    raise typer.Exit(drift_flow(spec, fmt, limit, allow_unreachable, fix, output, console))
+    raise typer.Exit(drift_flow(spec, fmt, limit, allow_unreachable, fix, output, console, shard))
 
 
 def _certify_after_provision(spec: Path, limit: str | None) -> int:

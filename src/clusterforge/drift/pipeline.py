@@ -24,9 +24,9 @@ def render(report: DriftReport, fmt: str, allow_unreachable: bool) -> str:
 
 
 def drift_flow(spec: Path, fmt: str, limit: str | None, allow_unreachable: bool, fix: bool,
-               output: Path | None, console: Console) -> int:
+               output: Path | None, console: Console, shard: str | None = None) -> int:
     plan, inv = load_plan(spec)
-    report = drift(plan.doc, inv, limit)
+    report = drift(plan.doc, inv, limit, shard=shard)
     text = render(report, fmt, allow_unreachable)
     console.out(text, end="", highlight=False)
     if output:
@@ -47,7 +47,7 @@ def drift_flow(spec: Path, fmt: str, limit: str | None, allow_unreachable: bool,
                 certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
             except ImportError:
                 console.print("[yellow]certification not available in this build: nodes fixed, not re-certified[/]")
-            report = drift(plan.doc, inv, limit)
+            report = drift(plan.doc, inv, limit, shard=shard)
             text = render(report, fmt, allow_unreachable)
             console.out(text, end="", highlight=False)
             if output:

@@ -9,6 +9,7 @@ from clusterforge.drift.ansible_diff import items_from_check_run
 from clusterforge.drift.model import DriftItem, DriftReport
 from clusterforge.run.ansible import run_playbook
 from clusterforge.run.provision import resolve_hosts
+from clusterforge.run.shard import forks_for, select
 
 
 def ansible_drift(report: DriftReport, inventory: Path, hosts: list[str], forks: int | None) -> None:
@@ -52,11 +53,12 @@ def certificate_drift(report: DriftReport, plan_doc: dict[str, Any], hosts: list
 
 
 def drift(plan_doc: dict[str, Any], inventory: Path, limit: str | None = None, forks: int | None = None,
-          validators: bool = True) -> DriftReport:
+          validators: bool = True, shard: str | None = None) -> DriftReport:
     planned = [n["name"] for n in plan_doc["nodes"]]
-    hosts = resolve_hosts(inventory, limit)
+    hosts = select(resolve_hosts(inventory, limit), shard)
+    forks = forks or forks_for(len(hosts))
     report = DriftReport(plan_doc["cluster"], plan_doc["plan_hash"], hosts)
-    missing = [n for n in planned if n not in hosts] if not limit else []
+    missing = [n for n in select(planned, shard) if n not in hosts] if not limit else []
     for n in missing:
         report.items.append(DriftItem(n, "inventory", "node in the inventory", "missing", "inventory"))
     ansible_drift(report, inventory, hosts, forks)

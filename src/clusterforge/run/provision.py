@@ -22,6 +22,7 @@ from rich.console import Console
 from clusterforge.run.ansible import PlaybookResult, run_playbook
 from clusterforge.run.batches import batches, over_fail_limit
 from clusterforge.run.progress import Progress
+from clusterforge.run.shard import forks_for
 
 PENDING_FILE = "/var/lib/clusterforge/reboot-required"
 STATE = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "clusterforge"
@@ -139,7 +140,7 @@ def provision(plan_doc: dict[str, Any], inventory: Path, opts: Options, pool: Po
         for i, batch in enumerate(groups, 1):
             progress.phase(f"batch {i}/{len(groups)}: site.yml")
             res = run_playbook("site.yml", inventory, limit=",".join(batch), tags=opts.tags, check=opts.check,
-                               diff=opts.diff, forks=opts.forks, on_event=progress.event)
+                               diff=opts.diff, forks=opts.forks or forks_for(len(batch)), on_event=progress.event)
             _merge(report, res)
             if opts.diff and opts.check:
                 progress.diffs(res.tasks)
