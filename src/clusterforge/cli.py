@@ -26,6 +26,7 @@ app = typer.Typer(
 console = Console(stderr=False)
 err = Console(stderr=True)
 
+
 @app.callback()
 def _root() -> None:
     """Describe, plan, provision, certify and keep true a GPU training cluster."""
@@ -62,18 +63,30 @@ def provision(
     tags: Annotated[str | None, typer.Option(help="only these role tags")] = None,
     check: Annotated[bool, typer.Option("--check", help="predict changes, change nothing")] = False,
     diff: Annotated[bool, typer.Option("--diff", help="show before/after of each change")] = False,
-    forks: Annotated[int | None, typer.Option(help="parallel hosts (default: sized from the inventory)")] = None,
+    forks: Annotated[
+        int | None, typer.Option(help="parallel hosts (default: sized from the inventory)")
+    ] = None,
     no_reboot: Annotated[bool, typer.Option("--no-reboot", help="leave boot-time changes pending")] = False,
-    certify: Annotated[bool, typer.Option(help="run the quick tier and admit passing nodes afterwards")] = False,
-    inventory: Annotated[Path | None, typer.Option(help="use this inventory folder (e.g. from a Pulumi stack) "
-                                                        "instead of writing one from the plan")] = None,
+    certify: Annotated[
+        bool, typer.Option(help="run the quick tier and admit passing nodes afterwards")
+    ] = False,
+    inventory: Annotated[
+        Path | None,
+        typer.Option(
+            help="use this inventory folder (e.g. from a Pulumi stack) instead of writing one from the plan"
+        ),
+    ] = None,
 ) -> None:
     """Configure every node of SPEC to the declared state (site.yml, rolling, drain → reboot → resume)."""
     from clusterforge.run.pipeline import provision_flow
     from clusterforge.run.provision import Options
 
-    rc = provision_flow(spec, Options(limit=limit, tags=tags, check=check, diff=diff, forks=forks,
-                                      no_reboot=no_reboot), console, inventory)
+    rc = provision_flow(
+        spec,
+        Options(limit=limit, tags=tags, check=check, diff=diff, forks=forks, no_reboot=no_reboot),
+        console,
+        inventory,
+    )
     if rc == 0 and certify and not check:
         rc = _certify_after_provision(spec, limit)
     raise typer.Exit(rc)
@@ -84,13 +97,16 @@ def drift(
     spec: SpecArg = DEFAULT_SPEC,
     fmt: Annotated[str, typer.Option("--format", help="text | json | junit | markdown")] = "text",
     limit: Annotated[str | None, typer.Option(help="Ansible host pattern")] = None,
-    allow_unreachable: Annotated[bool, typer.Option("--allow-unreachable",
-                                                    help="unreachable nodes are not drift")] = False,
+    allow_unreachable: Annotated[
+        bool, typer.Option("--allow-unreachable", help="unreachable nodes are not drift")
+    ] = False,
     fix: Annotated[bool, typer.Option("--fix", help="provision and re-certify the drifted nodes")] = False,
     output: Annotated[Path | None, typer.Option(help="also write the report to this file")] = None,
-    shard: Annotated[str | None, typer.Option(help="check only shard i/n of the hosts (several controllers)")] = None,
+    shard: Annotated[
+        str | None, typer.Option(help="check only shard i/n of the hosts (several controllers)")
+    ] = None,
 ) -> None:
-    """Does every node still match the declared cluster? Exit 0 no drift, 3 drift, 2 bad input, 1 tool failed."""
+    """Does every node still match the declared cluster? Exit 0 none, 3 drift, 2 bad input, 1 tool failed."""
     from clusterforge.drift.pipeline import drift_flow
 
     if fmt not in ("text", "json", "junit", "markdown"):
@@ -102,7 +118,9 @@ def _certify_after_provision(spec: Path, limit: str | None) -> int:
     try:
         from clusterforge.certify.pipeline import certify_flow
     except ImportError:
-        console.print("[yellow]certification is not part of this build yet: nodes provisioned, not admitted[/]")
+        console.print(
+            "[yellow]certification is not part of this build yet: nodes provisioned, not admitted[/]"
+        )
         return 0
     return int(certify_flow(spec, tier="quick", limit=limit, admit=True, console=console))
 
@@ -138,6 +156,8 @@ def main() -> None:
     except Exception as exc:  # unexpected: the tool itself failed
         if os.environ.get("CLUSTERFORGE_DEBUG"):
             raise
-        err.print(f"clusterforge failed: {type(exc).__name__}: {exc} (set CLUSTERFORGE_DEBUG=1 for a traceback)",
-                  soft_wrap=True)
+        err.print(
+            f"clusterforge failed: {type(exc).__name__}: {exc} (set CLUSTERFORGE_DEBUG=1 for a traceback)",
+            soft_wrap=True,
+        )
         sys.exit(int(ExitCode.TOOL_FAILED))

@@ -42,7 +42,14 @@ def items_from_check_run(res: PlaybookResult) -> list[DriftItem]:
             continue
         actual, expected = _diff_lines(t.diff)
         role = t.role or "site"
-        out.append(DriftItem(
-            node=t.host, setting=t.task, expected=expected, actual=actual, source=f"role {role}: {t.task}",
-            fix=f"clusterforge provision --limit {t.host} (role {role}) or clusterforge drift --fix"))
+        out.append(
+            DriftItem(
+                node=t.host,
+                setting=t.task,
+                expected=expected,
+                actual=actual,
+                source=f"role {role}: {t.task}",
+                fix=f"clusterforge provision --limit {t.host} (role {role}) or clusterforge drift --fix",
+            )
+        )
     return out

@@ -11,8 +11,10 @@ from clusterforge.drift.model import DriftReport
 def text(r: DriftReport, allow_unreachable: bool = False) -> str:
     by = r.by_node()
     n_drift = sum(1 for items in by.values() if items)
-    lines = [f"drift report for {r.cluster} (plan {r.plan_hash[:12]}): {len(r.items)} item(s) on "
-             f"{n_drift} of {len(r.nodes)} node(s)"]
+    lines = [
+        f"drift report for {r.cluster} (plan {r.plan_hash[:12]}): {len(r.items)} item(s) on "
+        f"{n_drift} of {len(r.nodes)} node(s)"
+    ]
     for node in sorted(by):
         items = by[node]
         if not items:
@@ -35,13 +37,20 @@ def as_json(r: DriftReport) -> str:
 
 
 def junit(r: DriftReport) -> str:
-    suite = ET.Element("testsuite", name=f"drift-{r.cluster}", tests=str(len(r.nodes)),
-                       failures=str(sum(1 for v in r.by_node().values() if v)), errors=str(len(r.errors)))
+    suite = ET.Element(
+        "testsuite",
+        name=f"drift-{r.cluster}",
+        tests=str(len(r.nodes)),
+        failures=str(sum(1 for v in r.by_node().values() if v)),
+        errors=str(len(r.errors)),
+    )
     for node, items in sorted(r.by_node().items()):
         case = ET.SubElement(suite, "testcase", classname=f"drift.{r.cluster}", name=node)
         if items:
             f = ET.SubElement(case, "failure", message=f"{len(items)} drift item(s)")
-            f.text = "\n".join(f"{i.setting}: expected {i.expected}; actual {i.actual} [{i.source}]" for i in items)
+            f.text = "\n".join(
+                f"{i.setting}: expected {i.expected}; actual {i.actual} [{i.source}]" for i in items
+            )
     for e in r.errors:
         case = ET.SubElement(suite, "testcase", classname=f"drift.{r.cluster}", name="tool")
         ET.SubElement(case, "error", message=e)
@@ -55,12 +64,18 @@ def _md(s: str) -> str:
 def markdown(r: DriftReport, allow_unreachable: bool = False) -> str:
     by = r.by_node()
     head = "❌ drift found" if r.drifted(allow_unreachable) else "✅ no drift"
-    out = [f"### {head} — `{r.cluster}` (plan `{r.plan_hash[:12]}`)", "",
-           f"{len(r.items)} item(s) on {sum(1 for v in by.values() if v)} of {len(r.nodes)} node(s)", ""]
+    out = [
+        f"### {head} — `{r.cluster}` (plan `{r.plan_hash[:12]}`)",
+        "",
+        f"{len(r.items)} item(s) on {sum(1 for v in by.values() if v)} of {len(r.nodes)} node(s)",
+        "",
+    ]
     if r.items:
         out += ["| node | setting | expected | actual | source |", "|---|---|---|---|---|"]
         for i in sorted(r.items, key=lambda x: (x.node, x.setting)):
-            out.append(f"| {_md(i.node)} | {_md(i.setting)} | {_md(i.expected)} | {_md(i.actual)} | {_md(i.source)} |")
+            out.append(
+                "| " + " | ".join(_md(v) for v in (i.node, i.setting, i.expected, i.actual, i.source)) + " |"
+            )
     if r.errors:
         out += ["", "**Could not check:**"] + [f"- {_md(e)}" for e in r.errors]
     return "\n".join(out) + "\n"

@@ -37,6 +37,11 @@ class DriftReport:
         return bool(items)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cluster": self.cluster, "plan_hash": self.plan_hash, "nodes": self.nodes,
-                "unreachable": self.unreachable, "errors": self.errors,
-                "items": [asdict(i) for i in self.items]}
+        return {
+            "cluster": self.cluster,
+            "plan_hash": self.plan_hash,
+            "nodes": self.nodes,
+            "unreachable": self.unreachable,
+            "errors": self.errors,
+            "items": [asdict(i) for i in self.items],
+        }

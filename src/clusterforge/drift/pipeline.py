@@ -23,8 +23,16 @@ def render(report: DriftReport, fmt: str, allow_unreachable: bool) -> str:
     return formats.text(report, allow_unreachable)
 
 
-def drift_flow(spec: Path, fmt: str, limit: str | None, allow_unreachable: bool, fix: bool,
-               output: Path | None, console: Console, shard: str | None = None) -> int:
+def drift_flow(
+    spec: Path,
+    fmt: str,
+    limit: str | None,
+    allow_unreachable: bool,
+    fix: bool,
+    output: Path | None,
+    console: Console,
+    shard: str | None = None,
+) -> int:
     plan, inv = load_plan(spec)
     report = drift(plan.doc, inv, limit, shard=shard)
     text = render(report, fmt, allow_unreachable)
@@ -46,7 +54,9 @@ def drift_flow(spec: Path, fmt: str, limit: str | None, allow_unreachable: bool,
 
                 certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
             except ImportError:
-                console.print("[yellow]certification not available in this build: nodes fixed, not re-certified[/]")
+                console.print(
+                    "[yellow]certification not available in this build: nodes fixed, not re-certified[/]"
+                )
             report = drift(plan.doc, inv, limit, shard=shard)
             text = render(report, fmt, allow_unreachable)
             console.out(text, end="", highlight=False)

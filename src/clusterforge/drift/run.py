@@ -32,8 +32,16 @@ def validator_drift(report: DriftReport, plan_doc: dict[str, Any], inventory: Pa
     for node, checks in results.items():
         for c in checks:
             if c.status == "fail":
-                report.items.append(DriftItem(node, c.check_id, str(c.expected), str(c.found),
-                                              f"validator {c.check_id}", fix=c.fix or ""))
+                report.items.append(
+                    DriftItem(
+                        node,
+                        c.check_id,
+                        str(c.expected),
+                        str(c.found),
+                        f"validator {c.check_id}",
+                        fix=c.fix or "",
+                    )
+                )
             elif c.status == "error" and node not in report.unreachable:
                 report.errors.append(f"{node}: {c.check_id} could not run: {c.message}")
 
@@ -47,13 +55,27 @@ def certificate_drift(report: DriftReport, plan_doc: dict[str, Any], hosts: list
     current = {n["name"]: n["expectation_digest"] for n in plan_doc["nodes"]}
     for node, cert in latest_certificates(plan_doc["cluster"], hosts).items():
         if cert and cert.get("expectation_digest") != current.get(node):
-            report.items.append(DriftItem(node, "certificate", current.get(node, "")[:16],
-                                          str(cert.get("expectation_digest", ""))[:16], "records",
-                                          severity="warning", fix=f"clusterforge certify --limit {node}"))
+            report.items.append(
+                DriftItem(
+                    node,
+                    "certificate",
+                    current.get(node, "")[:16],
+                    str(cert.get("expectation_digest", ""))[:16],
+                    "records",
+                    severity="warning",
+                    fix=f"clusterforge certify --limit {node}",
+                )
+            )
 
 
-def drift(plan_doc: dict[str, Any], inventory: Path, limit: str | None = None, forks: int | None = None,
-          validators: bool = True, shard: str | None = None) -> DriftReport:
+def drift(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    limit: str | None = None,
+    forks: int | None = None,
+    validators: bool = True,
+    shard: str | None = None,
+) -> DriftReport:
     planned = [n["name"] for n in plan_doc["nodes"]]
     hosts = select(resolve_hosts(inventory, limit), shard)
     forks = forks or forks_for(len(hosts))
@@ -67,7 +89,15 @@ def drift(plan_doc: dict[str, Any], inventory: Path, limit: str | None = None, f
         validator_drift(report, plan_doc, inventory, reachable)
     certificate_drift(report, plan_doc, reachable)
     for h in report.unreachable:
-        report.items.append(DriftItem(h, "reachability", "reachable over SSH", "unreachable", "ansible",
-                                      fix="check the node's power, network and sshd"))
+        report.items.append(
+            DriftItem(
+                h,
+                "reachability",
+                "reachable over SSH",
+                "unreachable",
+                "ansible",
+                fix="check the node's power, network and sshd",
+            )
+        )
     report.items.sort(key=lambda i: (i.node, i.source, i.setting))
     return report

@@ -167,10 +167,19 @@ def run_playbook(
             else:
                 st = ""
             if st:
-                tasks.append(TaskResult(name, task, role, st, _message(res) if st != "ok" else "",
-                                        list(res.get("diff", []) or []) if isinstance(res.get("diff"), list)
-                                        else ([res["diff"]] if res.get("diff") else []),
-                                        str(res.get("stdout", ""))[:4000]))
+                tasks.append(
+                    TaskResult(
+                        name,
+                        task,
+                        role,
+                        st,
+                        _message(res) if st != "ok" else "",
+                        list(res.get("diff", []) or [])
+                        if isinstance(res.get("diff"), list)
+                        else ([res["diff"]] if res.get("diff") else []),
+                        str(res.get("stdout", ""))[:4000],
+                    )
+                )
         if on_event:
             on_event(ev)
         return True
@@ -198,8 +207,13 @@ def run_playbook(
             suppress_env_files=True,
         )
         stats = r.stats or {}
-        for key, attr in (("ok", "ok"), ("changed", "changed"), ("failures", "failed"),
-                          ("dark", "unreachable"), ("skipped", "skipped")):
+        for key, attr in (
+            ("ok", "ok"),
+            ("changed", "changed"),
+            ("failures", "failed"),
+            ("dark", "unreachable"),
+            ("skipped", "skipped"),
+        ):
             for name, n in (stats.get(key) or {}).items():
                 h = host(name)
                 setattr(h, attr, int(n))

@@ -13,7 +13,7 @@ def batch_size(serial: int | str, total: int) -> int:
 
 def batches(hosts: list[str], serial: int | str) -> list[list[str]]:
     size = batch_size(serial, len(hosts))
-    return [hosts[i:i + size] for i in range(0, len(hosts), size)]
+    return [hosts[i : i + size] for i in range(0, len(hosts), size)]
 
 
 def over_fail_limit(failed: int, total: int, max_fail_percentage: int) -> bool:

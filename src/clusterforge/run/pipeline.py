@@ -43,13 +43,27 @@ def ensure_lab(plan_doc: dict[str, Any], console: Console) -> None:
 
 
 def print_report(report: Any, console: Console) -> None:
-    t = Table("host", "status", "changed", "pending reboot", "rebooted", "duration s", "failing task / message",
-              title=f"provision {report.run_id} ({'check' if report.check else 'apply'})")
+    t = Table(
+        "host",
+        "status",
+        "changed",
+        "pending reboot",
+        "rebooted",
+        "duration s",
+        "failing task / message",
+        title=f"provision {report.run_id} ({'check' if report.check else 'apply'})",
+    )
     for h in sorted(report.hosts.values(), key=lambda x: x.host):
         style = {"failed": "red", "unreachable": "red", "changed": "yellow"}.get(h.status, "")
-        t.add_row(h.host, f"[{style}]{h.status}[/]" if style else h.status, str(h.changed),
-                  ", ".join(h.pending_reboot) or "-", "yes" if h.rebooted else "-", f"{h.duration:.1f}",
-                  f"{h.failed_task}: {h.message}" if h.failed_task else "")
+        t.add_row(
+            h.host,
+            f"[{style}]{h.status}[/]" if style else h.status,
+            str(h.changed),
+            ", ".join(h.pending_reboot) or "-",
+            "yes" if h.rebooted else "-",
+            f"{h.duration:.1f}",
+            f"{h.failed_task}: {h.message}" if h.failed_task else "",
+        )
     console.print(t)
     if report.aborted:
         console.print(f"[red]aborted[/]: {report.aborted}")
@@ -67,9 +81,18 @@ def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | No
         if not (inv / "hosts.yml").is_file():
             from clusterforge.errors import InputError, Problem
 
-            raise InputError([Problem(str(inv), "", "a folder with hosts.yml and group_vars/", "no hosts.yml",
-                                      "run `clusterforge inventory from-stack` or `clusterforge plan` first")],
-                             "no inventory")
+            raise InputError(
+                [
+                    Problem(
+                        str(inv),
+                        "",
+                        "a folder with hosts.yml and group_vars/",
+                        "no hosts.yml",
+                        "run `clusterforge inventory from-stack` or `clusterforge plan` first",
+                    )
+                ],
+                "no inventory",
+            )
     else:
         plan, inv = load_plan(spec)
     ensure_lab(plan.doc, console)

@@ -17,8 +17,9 @@ class Progress:
 
     def __init__(self, console: Console, hosts: list[str]) -> None:
         self.console = console
-        self.counts: dict[str, dict[str, int]] = {h: {"ok": 0, "changed": 0, "failed": 0, "unreachable": 0}
-                                                  for h in hosts}
+        self.counts: dict[str, dict[str, int]] = {
+            h: {"ok": 0, "changed": 0, "failed": 0, "unreachable": 0} for h in hosts
+        }
         self.task = ""
         self.label = ""
         self._live: Live | None = None
@@ -29,7 +30,9 @@ class Progress:
             self._live.__enter__()
         return self
 
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._live:
             self._live.__exit__(et, ev, tb)
 
@@ -47,8 +50,11 @@ class Progress:
         host = data.get("host")
         if host in self.counts:
             res = data.get("res", {}) or {}
-            key = {"runner_on_ok": "changed" if res.get("changed") else "ok", "runner_on_failed": "failed",
-                   "runner_on_unreachable": "unreachable"}.get(kind)
+            key = {
+                "runner_on_ok": "changed" if res.get("changed") else "ok",
+                "runner_on_failed": "failed",
+                "runner_on_unreachable": "unreachable",
+            }.get(kind)
             if key == "failed" and data.get("ignore_errors"):
                 key = "ok"
             if key:
@@ -63,8 +69,11 @@ class Progress:
                     before, after = d.get("before", ""), d.get("after", "")
                     hdr = d.get("before_header") or d.get("after_header") or ""
                     if before or after:
-                        self.console.print(f"    {hdr}\n    - {str(before).strip()[:300]}\n    + {str(after).strip()[:300]}",
-                                           highlight=False, markup=False)
+                        self.console.print(
+                            f"    {hdr}\n    - {str(before).strip()[:300]}\n    + {str(after).strip()[:300]}",
+                            highlight=False,
+                            markup=False,
+                        )
 
     def _table(self) -> Table:
         t = Table(title=f"{self.label} — {self.task}", expand=False)

@@ -115,8 +115,9 @@ def _merge(report: ProvisionReport, res: PlaybookResult) -> None:
 
 def pending_reboots(inventory: Path, hosts: list[str]) -> dict[str, list[str]]:
     """Read each host's pending-reboot record (one reason per line), written by the roles."""
-    res = run_playbook("pending.yml", inventory, limit=",".join(hosts),
-                       extravars={"clusterforge_pending_file": PENDING_FILE})
+    res = run_playbook(
+        "pending.yml", inventory, limit=",".join(hosts), extravars={"clusterforge_pending_file": PENDING_FILE}
+    )
     out: dict[str, list[str]] = {}
     for t in res.tasks:
         if t.task == "Read the pending-reboot record" and t.status in ("ok", "changed"):
@@ -126,11 +127,17 @@ def pending_reboots(inventory: Path, hosts: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def provision(plan_doc: dict[str, Any], inventory: Path, opts: Options, pool: Pool | None,
-              console: Console | None = None) -> ProvisionReport:
+def provision(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    opts: Options,
+    pool: Pool | None,
+    console: Console | None = None,
+) -> ProvisionReport:
     console = console or Console()
-    report = ProvisionReport(uuid.uuid4().hex[:12], plan_doc["cluster"], plan_doc["plan_hash"], opts.check,
-                             time.time())
+    report = ProvisionReport(
+        uuid.uuid4().hex[:12], plan_doc["cluster"], plan_doc["plan_hash"], opts.check, time.time()
+    )
     hosts = resolve_hosts(inventory, opts.limit)
     rollout = plan_doc["rollout"]
     groups = batches(hosts, rollout["serial"])
@@ -139,19 +146,30 @@ def provision(plan_doc: dict[str, Any], inventory: Path, opts: Options, pool: Po
     with progress:
         for i, batch in enumerate(groups, 1):
             progress.phase(f"batch {i}/{len(groups)}: site.yml")
-            res = run_playbook("site.yml", inventory, limit=",".join(batch), tags=opts.tags, check=opts.check,
-                               diff=opts.diff, forks=opts.forks or forks_for(len(batch)), on_event=progress.event)
+            res = run_playbook(
+                "site.yml",
+                inventory,
+                limit=",".join(batch),
+                tags=opts.tags,
+                check=opts.check,
+                diff=opts.diff,
+                forks=opts.forks or forks_for(len(batch)),
+                on_event=progress.event,
+            )
             _merge(report, res)
             if opts.diff and opts.check:
                 progress.diffs(res.tasks)
             good = [h for h in batch if report.hosts.get(h, HostRecord(h)).status in ("ok", "changed")]
             if not opts.check and good:
                 _reboot_pending(report, inventory, good, opts, pool, progress)
-            failed_total += sum(1 for h in batch if report.hosts.get(h, HostRecord(h)).status
-                                in ("failed", "unreachable"))
+            failed_total += sum(
+                1 for h in batch if report.hosts.get(h, HostRecord(h)).status in ("failed", "unreachable")
+            )
             if over_fail_limit(failed_total, len(hosts), rollout["max_fail_percentage"]) and i < len(groups):
-                report.aborted = (f"{failed_total} of {len(hosts)} hosts failed, over max_fail_percentage "
-                                  f"{rollout['max_fail_percentage']}%: later batches not started")
+                report.aborted = (
+                    f"{failed_total} of {len(hosts)} hosts failed, over max_fail_percentage "
+                    f"{rollout['max_fail_percentage']}%: later batches not started"
+                )
                 break
     for h in hosts:
         report.hosts.setdefault(h, HostRecord(h, status="skipped" if report.aborted else "ok"))
@@ -159,8 +177,14 @@ def provision(plan_doc: dict[str, Any], inventory: Path, opts: Options, pool: Po
     return report
 
 
-def _reboot_pending(report: ProvisionReport, inventory: Path, hosts: list[str], opts: Options,
-                    pool: Pool | None, progress: Progress) -> None:
+def _reboot_pending(
+    report: ProvisionReport,
+    inventory: Path,
+    hosts: list[str],
+    opts: Options,
+    pool: Pool | None,
+    progress: Progress,
+) -> None:
     pending = pending_reboots(inventory, hosts)
     for h, reasons in pending.items():
         report.hosts[h].pending_reboot = reasons
@@ -172,9 +196,17 @@ def _reboot_pending(report: ProvisionReport, inventory: Path, hosts: list[str], 
         if pool is not None:
             pool.drain(h, f"clusterforge: reboot for {', '.join(pending[h])[:100]}")
             report.hosts[h].drained = True
-    res = run_playbook("reboot.yml", inventory, limit=",".join(names), forks=opts.forks,
-                       extravars={"clusterforge_pending_file": PENDING_FILE,
-                                  "clusterforge_reboot_timeout": opts.reboot_timeout}, on_event=progress.event)
+    res = run_playbook(
+        "reboot.yml",
+        inventory,
+        limit=",".join(names),
+        forks=opts.forks,
+        extravars={
+            "clusterforge_pending_file": PENDING_FILE,
+            "clusterforge_reboot_timeout": opts.reboot_timeout,
+        },
+        on_event=progress.event,
+    )
     back = [h for h in names if res.hosts.get(h) and res.hosts[h].status in ("ok", "changed")]
     for h in names:
         if h not in back:
@@ -197,9 +229,12 @@ def _reboot_pending(report: ProvisionReport, inventory: Path, hosts: list[str], 
         rec.pending_reboot = still.get(h, [])
         if hr is None or hr.status in ("failed", "unreachable") or h in still:
             rec.status = "failed"
-            rec.failed_task = (hr.failed_task if hr and hr.failed_task else "post-reboot check")
-            rec.message = (hr.message if hr and hr.message else
-                           f"still pending after reboot: {', '.join(still.get(h, []))}") + "; left drained"
+            rec.failed_task = hr.failed_task if hr and hr.failed_task else "post-reboot check"
+            rec.message = (
+                hr.message
+                if hr and hr.message
+                else f"still pending after reboot: {', '.join(still.get(h, []))}"
+            ) + "; left drained"
             continue
         if pool is not None:
             pool.resume(h)

@@ -12,8 +12,18 @@ _SHARD = re.compile(r"^(\d+)/(\d+)$")
 def parse_shard(text: str) -> tuple[int, int]:
     m = _SHARD.match(text.strip())
     if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
-        raise InputError([Problem("--shard", "", "i/n with 1 <= i <= n, e.g. 2/4", repr(text),
-                                  "give this controller's shard number and the shard count")], "bad argument")
+        raise InputError(
+            [
+                Problem(
+                    "--shard",
+                    "",
+                    "i/n with 1 <= i <= n, e.g. 2/4",
+                    repr(text),
+                    "give this controller's shard number and the shard count",
+                )
+            ],
+            "bad argument",
+        )
     return int(m.group(1)), int(m.group(2))
 
 
@@ -25,7 +35,7 @@ def select(hosts: list[str], shard: str | None) -> list[str]:
     i, n = parse_shard(shard)
     size, extra = divmod(len(hosts), n)
     start = (i - 1) * size + min(i - 1, extra)
-    return hosts[start:start + size + (1 if i <= extra else 0)]
+    return hosts[start : start + size + (1 if i <= extra else 0)]
 
 
 def forks_for(hosts: int, cap: int = 64) -> int:

@@ -10,27 +10,45 @@ from clusterforge.run.ansible import HostResult, PlaybookResult, TaskResult
 
 
 def _res(tasks):
-    return PlaybookResult("site.yml", 0, "successful", {"n1": HostResult("n1"), "n2": HostResult("n2")}, tasks,
-                          "/tmp/x", 1.0)
+    return PlaybookResult(
+        "site.yml", 0, "successful", {"n1": HostResult("n1"), "n2": HostResult("n2")}, tasks, "/tmp/x", 1.0
+    )
 
 
 def test_changed_task_becomes_item_with_before_and_after():
-    diff = [{"before": "vm.swappiness = 60\nkernel.numa_balancing = 1\n",
-             "after": "vm.swappiness = 60\nkernel.numa_balancing = 0\n",
-             "before_header": "/etc/sysctl.d/90-clusterforge.conf"}]
-    items = items_from_check_run(_res([
-        TaskResult("n1", "Set sysctls", "os_tuning", "changed", diff=diff),
-        TaskResult("n2", "Set sysctls", "os_tuning", "ok"),
-    ]))
-    assert items == [DriftItem("n1", "Set sysctls", "kernel.numa_balancing = 0", "kernel.numa_balancing = 1",
-                               "role os_tuning: Set sysctls",
-                               fix="clusterforge provision --limit n1 (role os_tuning) or clusterforge drift --fix")]
+    diff = [
+        {
+            "before": "vm.swappiness = 60\nkernel.numa_balancing = 1\n",
+            "after": "vm.swappiness = 60\nkernel.numa_balancing = 0\n",
+            "before_header": "/etc/sysctl.d/90-clusterforge.conf",
+        }
+    ]
+    items = items_from_check_run(
+        _res(
+            [
+                TaskResult("n1", "Set sysctls", "os_tuning", "changed", diff=diff),
+                TaskResult("n2", "Set sysctls", "os_tuning", "ok"),
+            ]
+        )
+    )
+    assert items == [
+        DriftItem(
+            "n1",
+            "Set sysctls",
+            "kernel.numa_balancing = 0",
+            "kernel.numa_balancing = 1",
+            "role os_tuning: Set sysctls",
+            fix="clusterforge provision --limit n1 (role os_tuning) or clusterforge drift --fix",
+        )
+    ]
 
 
 def test_drift_on_one_node_never_hides_drift_on_another():
     r = DriftReport("lab", "a" * 64, ["n1", "n2", "n3"])
-    r.items = [DriftItem("n1", "mtu", "9000", "1500", "validator rdma.mtu"),
-               DriftItem("n3", "pfc", "3", "none", "validator rdma.pfc")]
+    r.items = [
+        DriftItem("n1", "mtu", "9000", "1500", "validator rdma.mtu"),
+        DriftItem("n3", "pfc", "3", "none", "validator rdma.pfc"),
+    ]
     text = formats.text(r)
     assert "DRIFT  n1" in text and "DRIFT  n3" in text and "OK     n2" in text
     assert "expected 9000; actual 1500" in text
