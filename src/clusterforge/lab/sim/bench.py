@@ -123,9 +123,9 @@ def nvbandwidth(argv: list[str]) -> int:
         else:
             rows = len(gpus)
             floor = thr["d2d_gbs"]["value"]
-            for i, a in enumerate(gpus):
-                for j, b in enumerate(gpus):
-                    f = min(perf.gpu_factor(st, a["index"]), perf.gpu_factor(st, b["index"]))
+            for i, ga in enumerate(gpus):
+                for j, gb in enumerate(gpus):
+                    f = min(perf.gpu_factor(st, ga["index"]), perf.gpu_factor(st, gb["index"]))
                     cells[(i, j)] = None if i == j else noise.value(nom["d2d"] * dirf, floor) * f
         vals = [v for v in cells.values() if v is not None]
         out += [f"Running {case}.", title.removesuffix(" bandwidth (GB/s)") + " bandwidth (GB/s)"]

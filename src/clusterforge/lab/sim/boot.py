@@ -159,8 +159,8 @@ def sysctl_settings() -> dict[str, str]:
     if paths.p("/etc/sysctl.conf").is_file():
         ordered.append(str(paths.p("/etc/sysctl.conf")))
     out: dict[str, str] = {}
-    for f in ordered:
-        with open(f, errors="replace") as fh:
+    for name in ordered:
+        with open(name, errors="replace") as fh:
             lines = fh.read().splitlines()
         for line in lines:
             line = line.strip()

@@ -235,7 +235,7 @@ def main(argv: list[str]) -> int:
         if a in ("-r", "--run") and i + 1 < len(argv):
             level = argv[i + 1]
     names = {"short": 1, "quick": 1, "medium": 2, "long": 3, "xlong": 4}
-    lvl = names.get(str(level)) or (int(level) if str(level).isdigit() else 0)
+    lvl = names.get(str(level)) or (int(str(level)) if str(level).isdigit() else 0)
     if lvl not in (1, 2, 3, 4):
         sys.stderr.write(f"Error: Invalid test name or run level: '{level}'\n")
         return 255

@@ -123,7 +123,7 @@ def ecc_counts(st: dict[str, Any], g: dict[str, Any]) -> dict[str, dict[str, int
 def remapped(st: dict[str, Any], g: dict[str, Any]) -> dict[str, Any]:
     n = len(st["gpus"])
     rr = g.get("remap", {})
-    out = {
+    out: dict[str, Any] = {
         "correctable": int(rr.get("correctable", 0)),
         "uncorrectable": int(rr.get("uncorrectable", 0)),
         "pending": False,

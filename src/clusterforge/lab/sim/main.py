@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -37,11 +38,11 @@ def _tools() -> dict[str, Callable[[list[str]], int]]:
         "fault": faults.main,
     }
     for name in ibtools.TOOLS:
-        t[name] = lambda a, n=name: ibtools.main(n, a)
+        t[name] = functools.partial(ibtools.main, name)
     for name in perftest.TITLES:
-        t[name] = lambda a, n=name: perftest.main(n, a)
+        t[name] = functools.partial(perftest.main, name)
     for name in bench.COLLECTIVES:
-        t[name] = lambda a, n=name: bench.nccl_test(n, a)
+        t[name] = functools.partial(bench.nccl_test, name)
     return t
 
 

@@ -313,9 +313,9 @@ def build_repo(dest: Path) -> Path:
     bin_dir = dist / "main/binary-amd64"
     bin_dir.mkdir(parents=True)
     stanzas = []
-    for d in packages():
-        deb = build_deb(d, pool)
-        stanzas.append(_stanza(d, deb, f"pool/main/{deb.name}"))
+    for pkg in packages():
+        deb = build_deb(pkg, pool)
+        stanzas.append(_stanza(pkg, deb, f"pool/main/{deb.name}"))
     text = "\n".join(stanzas)
     (bin_dir / "Packages").write_text(text)
     with gzip.open(bin_dir / "Packages.gz", "wt") as f:
