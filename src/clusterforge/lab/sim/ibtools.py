@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -207,31 +208,68 @@ def show_gids(st: dict[str, Any], argv: list[str]) -> tuple[str, str, int]:
     return "\n".join(out) + "\n", "", 0
 
 
+def _rdma_links(st: dict[str, Any], want: str | None) -> list[dict[str, Any]]:
+    out = []
+    for i, n in enumerate(st["nics"]):
+        if want and want not in (n["hca"], f"{n['hca']}/1"):
+            continue
+        up = S.port_up(st, n)
+        rec: dict[str, Any] = {"ifindex": i, "ifname": n["hca"], "port": 1}
+        if S.link_layer(n) == "InfiniBand":
+            rec |= {
+                "subnet_prefix": "fe80:0000:0000:0000",
+                "lid": n["lid"] if up else 0,
+                "sm_lid": n["sm_lid"] if up else 0,
+                "lmc": 0,
+            }
+        rec |= {
+            "state": "ACTIVE" if up else "DOWN",
+            "physical_state": "LINK_UP" if up else "POLLING",
+            "netdev": n["netdev"],
+            "netdev_index": 3 + i,
+        }
+        out.append(rec)
+    return out
+
+
 def rdma(st: dict[str, Any], argv: list[str]) -> tuple[str, str, int]:
+    as_json = any(a in ("-j", "-json", "--json") or a.startswith("-j") for a in argv if a.startswith("-"))
     args = [a for a in argv if not a.startswith("-")]
     obj = args[0] if args else ""
     cmd = args[1] if len(args) > 1 else "show"
     if obj in ("link", "l", "li", "lin") and cmd in ("show", "list", "sh", "s"):
-        want = args[2] if len(args) > 2 else None
+        links = _rdma_links(st, args[2] if len(args) > 2 else None)
+        if as_json:
+            return json.dumps(links) + "\n", "", 0
         out = []
-        for n in st["nics"]:
-            if want and want not in (n["hca"], f"{n['hca']}/1"):
-                continue
-            up = S.port_up(st, n)
-            state = f"state {'ACTIVE' if up else 'DOWN'} physical_state {'LINK_UP' if up else 'POLLING'}"
-            if S.link_layer(n) == "InfiniBand":
+        for rec in links:
+            state = f"state {rec['state']} physical_state {rec['physical_state']}"
+            if "lid" in rec:
                 out.append(
-                    f"link {n['hca']}/1 subnet_prefix fe80:0000:0000:0000 lid {n['lid'] if up else 0} "
-                    f"sm_lid {n['sm_lid'] if up else 0} lmc 0 {state} netdev {n['netdev']} "
+                    f"link {rec['ifname']}/1 subnet_prefix {rec['subnet_prefix']} lid {rec['lid']} "
+                    f"sm_lid {rec['sm_lid']} lmc 0 {state} netdev {rec['netdev']} "
                 )
             else:
-                out.append(f"link {n['hca']}/1 {state} netdev {n['netdev']} ")
+                out.append(f"link {rec['ifname']}/1 {state} netdev {rec['netdev']} ")
         return "\n".join(out) + ("\n" if out else ""), "", 0
     if obj in ("dev", "d", "de") and cmd in ("show", "list", "sh", "s"):
-        out = [
-            f"{i}: {n['hca']}: node_type ca fw {n['fw']} node_guid {n['node_guid']} "
-            f"sys_image_guid {n['node_guid']} "
+        devs = [
+            {
+                "ifindex": i,
+                "ifname": n["hca"],
+                "node_type": "ca",
+                "fw": n["fw"],
+                "node_guid": n["node_guid"],
+                "sys_image_guid": n["node_guid"],
+            }
             for i, n in enumerate(st["nics"])
+        ]
+        if as_json:
+            return json.dumps(devs) + "\n", "", 0
+        out = [
+            f"{d['ifindex']}: {d['ifname']}: node_type ca fw {d['fw']} node_guid {d['node_guid']} "
+            f"sys_image_guid {d['sys_image_guid']} "
+            for d in devs
         ]
         return "\n".join(out) + "\n", "", 0
     real = REAL_RDMA

@@ -128,8 +128,8 @@ def _side(st: dict[str, Any], nic: dict[str, Any], a: dict[str, Any], rng: rando
     f = perf.nic_factor(st, nic)
     if a["cuda"] is not None:
         g = next((x for x in S.visible_gpus(st) if x["index"] == a["cuda"]), None)
-        if g is not None and g["index"] != nic["gpu"]:
-            f *= 0.9 if S.nic_by(st, nic["hca"]) and nic["numa"] == _gpu_numa(st, g["index"]) else 0.55
+        if g is not None and g["index"] != nic["gpu"]:  # GPUDirect across the PCIe tree / the sockets
+            f *= 0.9 if nic["numa"] == _gpu_numa(st, g["index"]) else 0.55
     return {
         "node": st["node"]["name"],
         "hca": nic["hca"],
