@@ -128,41 +128,53 @@ def wrap(command: str, timeout: int) -> str:
     )
 
 
-_MARK = b"\n@@CF@@ "
+_RCS, _DATA = b"@@CF@@ rc", b"@@CF@@ data\n"
 
 
 def batch_script(commands: list[str], timeout: int) -> str:
-    """One shell script running every command under `timeout`, printing for each
-    ``\n@@CF@@ <index> <rc> <stdout bytes> <stderr bytes>\n`` then its stdout and stderr."""
-    report = 'printf \'\\n@@CF@@ %s %s %s %s\\n\' "$2" "$r" "$(stat -c %s "$t/o")" "$(stat -c %s "$t/e")"'
-    lines = [
-        "t=$(mktemp -d) || exit 90",
-        f'run() {{ LC_ALL=C timeout -k 2 {int(timeout)} sh -c "$1" >"$t/o" 2>"$t/e" </dev/null; r=$?; '
-        f'{report}; cat "$t/o" "$t/e"; }}',
+    """One shell script running every command under `timeout` into numbered files (few processes per
+    command), then printing ``@@CF@@ rc i:rc ...``, one ``stat`` line per file (``path size``),
+    ``@@CF@@ data`` and every file's bytes in the same order."""
+    lines = ["t=$(mktemp -d) || exit 90", 'cd "$t" || exit 90', "rcs=''"]
+    for i, c in enumerate(commands):
+        lines.append(
+            f"LC_ALL=C timeout -k 2 {int(timeout)} sh -c {shlex.quote(c)} >{i:05d}.o 2>{i:05d}.e </dev/null; "
+            f'rcs="$rcs {i}:$?"'
+        )
+    lines += [
+        'echo "@@CF@@ rc$rcs"',
+        "stat -c '%n %s' [0-9]*",
+        "echo '@@CF@@ data'",
+        "cat [0-9]*",
+        'cd / && rm -rf "$t"',
     ]
-    lines += [f"run {shlex.quote(c)} {i}" for i, c in enumerate(commands)]
-    lines.append('rm -rf "$t"')
     return "\n".join(lines)
 
 
 def parse_batch(out: bytes, count: int) -> dict[int, tuple[int, str, str]]:
-    """Results of :func:`batch_script` by command index; stops at the first thing that does not fit."""
-    results: dict[int, tuple[int, str, str]] = {}
+    """Results of :func:`batch_script` by command index; anything that does not fit gives no result."""
+    head, sep, data = out.partition(_DATA)
+    lines = head.splitlines()
+    if not sep or not lines or not lines[0].startswith(_RCS):
+        return {}
+    try:
+        rcs = {int(i): int(rc) for i, rc in (x.split(b":") for x in lines[0][len(_RCS) :].split())}
+        sizes = [(name.decode(), int(size)) for name, size in (ln.rsplit(b" ", 1) for ln in lines[1:])]
+    except ValueError:
+        return {}
+    parts: dict[str, bytes] = {}
     pos = 0
-    while pos < len(out) and len(results) < count:
-        if not out.startswith(_MARK, pos):
-            break
-        end = out.find(b"\n", pos + len(_MARK))
-        try:
-            idx, rc, lo, le = (int(x) for x in out[pos + len(_MARK) : end].split())
-        except ValueError:
-            break
-        body = out[end + 1 : end + 1 + lo + le]
-        if len(body) != lo + le:
-            break
-        rc = RC_REMOTE_255 if rc == RC_SSH else rc
-        results[idx] = (rc, body[:lo].decode(errors="replace"), body[lo:].decode(errors="replace"))
-        pos = end + 1 + lo + le
+    for name, size in sizes:
+        parts[name] = data[pos : pos + size]
+        pos += size
+    if pos != len(data):
+        return {}
+    results: dict[int, tuple[int, str, str]] = {}
+    for i in range(count):
+        o, e = parts.get(f"{i:05d}.o"), parts.get(f"{i:05d}.e")
+        if i in rcs and o is not None and e is not None:
+            rc = RC_REMOTE_255 if rcs[i] == RC_SSH else rcs[i]
+            results[i] = (rc, o.decode(errors="replace"), e.decode(errors="replace"))
     return results
 
 

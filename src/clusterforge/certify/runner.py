@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[3]
 VALIDATORS = Path(os.environ.get("CLUSTERFORGE_VALIDATORS", REPO / "validators"))
 TIER_MARKERS = {"quick": "quick", "full": "quick or full", "burnin": "burnin"}
 DEADLINE_S = {"quick": 900, "full": 4 * 3600, "burnin": 24 * 3600}
-SSH_PROBE_S = 30  # a slow login (pam_systemd waiting on logind) is not an unreachable node
+SSH_PROBE_S = 60  # a slow login (pam_systemd waits up to 25 s on a busy logind) is not an unreachable node
 
 Progress = Callable[[str, str, dict[str, Any]], None]  # (node, event, data)
 
@@ -99,8 +99,20 @@ def ssh_setup(plan_doc: dict[str, Any], inventory: Path, nodes: list[str]) -> Ss
     return SshSetup(folder, config, user, addresses)
 
 
-def reachable(ssh: SshSetup, node: str) -> tuple[bool, str]:
-    """Open the node's ControlMaster (the one SSH session every check then reuses)."""
+def reachable(ssh: SshSetup, node: str, tries: int = 3) -> tuple[bool, str]:
+    """Open the node's ControlMaster (the one SSH session every check then reuses).
+
+    A slow login (a loaded host) can outlast the client's wait for the master it just forked ("Failed to
+    connect to new control master"); the master is still coming up, so that case is tried again."""
+    ok, why = _probe(ssh, node)
+    while not ok and ("control master" in why or "not responding" in why) and tries > 1:
+        tries -= 1
+        time.sleep(1)
+        ok, why = _probe(ssh, node)
+    return ok, why
+
+
+def _probe(ssh: SshSetup, node: str) -> tuple[bool, str]:
     try:
         p = subprocess.run(
             ["ssh", "-F", str(ssh.config), ssh.target(node), "true"],
