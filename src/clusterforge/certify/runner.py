@@ -78,7 +78,7 @@ def ssh_setup(plan_doc: dict[str, Any], inventory: Path, nodes: list[str]) -> Ss
         "BatchMode": "yes",
         "ConnectTimeout": "5",
         "ServerAliveInterval": "5",
-        "ServerAliveCountMax": "3",
+        "ServerAliveCountMax": "8",  # 40 s: a busy logind can take 25 s to open a session
         "LogLevel": "ERROR",
         "ControlMaster": "auto",
         "ControlPath": f"{folder}/%C",
