@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from typing import Any
 
 from . import faults, grub, klog, kmod, mounts, paths, sysfs
@@ -127,6 +128,10 @@ def proc_views(st: dict[str, Any]) -> None:
     kmod.sync_views(st)
     for name in ("cmdline", "meminfo", "modules"):
         mounts.bind_file(f"{PROC}/{name}", f"/proc/{name}")
+    # A real kernel draws a new boot_id at every boot; a container shares the host's, so tools that
+    # detect a reboot by it (ansible.builtin.reboot) would wait forever. Give each node boot its own.
+    write_in_place(f"{PROC}/sys/kernel/random/boot_id", str(uuid.uuid4()) + "\n")
+    mounts.bind_file(f"{PROC}/sys/kernel/random/boot_id", "/proc/sys/kernel/random/boot_id")
     for key in st["kernel"].get("sysctl_keys", sorted(S.DEFAULT_SYSCTL)):
         real = "/proc/sys/" + key.replace(".", "/")
         if paths.in_node() and not os.path.exists(real):
