@@ -24,6 +24,8 @@ burnin_app = typer.Typer(
     help="Burn-in: repeated performance tests on drained nodes, with fleet statistics.",
     pretty_exceptions_enable=False,
     add_completion=False,
+    # a group parses options only before its arguments unless told otherwise: `burnin SPEC --iterations 3`
+    context_settings={"allow_interspersed_args": True},
 )
 report_app = typer.Typer(
     help="Reports of recorded runs.",

@@ -177,7 +177,7 @@ def evaluate(
         if test == "ib_write_bw.loopback":
             evidence[(node, int(comp[4:]))] = f.summary
     _node_level_allreduce(findings)
-    _dcgm(units, findings)
+    _dcgm(units, plan, serials, findings)
     _counters(units, plan, cfg, serials, findings, evidence)
     outcomes = []
     for p in pairs:
@@ -212,8 +212,25 @@ def evaluate(
         seen = [m for k, v in units.items() if k[1] == n for _, m in v]
         verdict = "fail" if findings.get(n) else ("error" if not any(m.ok for m in seen) else "pass")
         its = {it for k, v in units.items() if k[1] == n for it, _ in v}
-        verdicts[n] = NodeVerdict(n, verdict, _dedup(findings.get(n, [])), len(its))
+        verdicts[n] = NodeVerdict(n, verdict, sorted(_dedup(findings.get(n, [])), key=_priority), len(its))
     return Evaluation(verdicts, fabric, stats, classes, series, cfg, suspects)
+
+
+def _priority(f: Finding) -> tuple[int, int]:
+    """Most specific first (it becomes the drain reason): a component out of its fleet, counters, pairs,
+    DCGM, tests that could not run, whole-node all_reduce last."""
+    kind = {
+        "low": 0,
+        "threshold": 1,
+        "variable": 2,
+        "ecc": 3,
+        "link-errors": 3,
+        "link": 4,
+        "dcgm": 5,
+        "ambiguous": 6,
+        "failed": 7,
+    }.get(f.kind, 8)
+    return (kind + (10 if f.test == "all_reduce.node" else 0), 0)
 
 
 def _word(kind: str) -> str:
@@ -252,7 +269,12 @@ def _node_level_allreduce(findings: dict[str, list[Finding]]) -> None:
                 )
 
 
-def _dcgm(units: Mapping[UnitKey, list[tuple[int, Measurement]]], findings: dict[str, list[Finding]]) -> None:
+def _dcgm(
+    units: Mapping[UnitKey, list[tuple[int, Measurement]]],
+    plan: Plan,
+    serials: Mapping[str, Mapping[str, str]],
+    findings: dict[str, list[Finding]],
+) -> None:
     for (test, node, _c, _p), rows in sorted(units.items()):
         if test != "dcgm.diag":
             continue
@@ -262,7 +284,13 @@ def _dcgm(units: Mapping[UnitKey, list[tuple[int, Measurement]]], findings: dict
             for name, gpus in (m.detail.get("failed") or {}).items():
                 failed[name].update(int(g) for g in gpus)
         for name, gpus in sorted(failed.items()):
-            comp = ("GPU " + ",".join(map(str, sorted(gpus)))) if gpus else "GPU(s)"
+            comp = (
+                component_label(plan, node, f"gpu{min(gpus)}", serials)
+                if len(gpus) == 1
+                else "GPU " + ",".join(map(str, sorted(gpus)))
+                if gpus
+                else "GPU(s)"
+            )
             findings[node].append(
                 Finding(
                     node,
