@@ -22,18 +22,35 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
+from clusterforge.certify.batch import (
+    PREFETCH,
+    RC_REMOTE_255,
+    RC_SSH,
+    batch_script,
+    parse_batch,
+    prefetches,
+)
 from clusterforge.hw import ParseError
 
 T = TypeVar("T")
-
-#: validator modules register here the cheap commands their checks will run for a node; the validators'
-#: conftest prefetches them in one round trip per node (:meth:`Probe.prefetch`)
-PREFETCH: dict[str, Callable[[Any], list[str]]] = {}
-
-
-def prefetches(fn: Callable[[Any], list[str]]) -> Callable[[Any], list[str]]:
-    PREFETCH[f"{fn.__module__}.{fn.__qualname__}"] = fn
-    return fn
+__all__ = [
+    "PREFETCH",
+    "Attempt",
+    "CheckError",
+    "CheckFailed",
+    "CommandRecord",
+    "Fix",
+    "Probe",
+    "Unreachable",
+    "expect",
+    "expect_equal",
+    "expect_none_bad",
+    "measure",
+    "prefetches",
+    "read_cmd",
+    "read_many_cmd",
+    "wrap",
+]
 
 
 def read_cmd(path: str) -> str:
@@ -50,8 +67,6 @@ def read_many_cmd(pattern: str) -> str:
 RC_TIMEOUT = (124, 137)
 RC_NOT_FOUND = 127
 RC_NOT_EXECUTABLE = 126
-RC_SSH = 255  # ssh's own failure; a remote command's 255 is passed back as RC_REMOTE_255
-RC_REMOTE_255 = 250
 KEEP = 4000  # characters of stdout/stderr kept as evidence per command
 LOCAL_GRACE_S = 10
 
@@ -126,56 +141,6 @@ def wrap(command: str, timeout: int) -> str:
         f"LC_ALL=C timeout -k 2 {int(timeout)} sh -c {shlex.quote(command)}; "
         f"r=$?; [ $r -ne {RC_SSH} ] || r={RC_REMOTE_255}; exit $r"
     )
-
-
-_RCS, _DATA = b"@@CF@@ rc", b"@@CF@@ data\n"
-
-
-def batch_script(commands: list[str], timeout: int) -> str:
-    """One shell script running every command under `timeout` into numbered files (few processes per
-    command), then printing ``@@CF@@ rc i:rc ...``, one ``stat`` line per file (``path size``),
-    ``@@CF@@ data`` and every file's bytes in the same order."""
-    lines = ["t=$(mktemp -d) || exit 90", 'cd "$t" || exit 90', "rcs=''"]
-    for i, c in enumerate(commands):
-        lines.append(
-            f"LC_ALL=C timeout -k 2 {int(timeout)} sh -c {shlex.quote(c)} >{i:05d}.o 2>{i:05d}.e </dev/null; "
-            f'rcs="$rcs {i}:$?"'
-        )
-    lines += [
-        'echo "@@CF@@ rc$rcs"',
-        "stat -c '%n %s' [0-9]*",
-        "echo '@@CF@@ data'",
-        "cat [0-9]*",
-        'cd / && rm -rf "$t"',
-    ]
-    return "\n".join(lines)
-
-
-def parse_batch(out: bytes, count: int) -> dict[int, tuple[int, str, str]]:
-    """Results of :func:`batch_script` by command index; anything that does not fit gives no result."""
-    head, sep, data = out.partition(_DATA)
-    lines = head.splitlines()
-    if not sep or not lines or not lines[0].startswith(_RCS):
-        return {}
-    try:
-        rcs = {int(i): int(rc) for i, rc in (x.split(b":") for x in lines[0][len(_RCS) :].split())}
-        sizes = [(name.decode(), int(size)) for name, size in (ln.rsplit(b" ", 1) for ln in lines[1:])]
-    except ValueError:
-        return {}
-    parts: dict[str, bytes] = {}
-    pos = 0
-    for name, size in sizes:
-        parts[name] = data[pos : pos + size]
-        pos += size
-    if pos != len(data):
-        return {}
-    results: dict[int, tuple[int, str, str]] = {}
-    for i in range(count):
-        o, e = parts.get(f"{i:05d}.o"), parts.get(f"{i:05d}.e")
-        if i in rcs and o is not None and e is not None:
-            rc = RC_REMOTE_255 if rcs[i] == RC_SSH else rcs[i]
-            results[i] = (rc, o.decode(errors="replace"), e.decode(errors="replace"))
-    return results
 
 
 def _tool(command: str) -> str:
