@@ -3,8 +3,8 @@
 Expected values come from the BIOS map of the node's BMC vendor (src/clusterforge/spec/catalog/bios/),
 resolved against the plan's tuning (ACS policy), plus `bios_extra_attributes` from the inventory. The BMC
 is read from the controller: its address from the plan (`nodes[].bmc`), the account from
-CLUSTERFORGE_BMC_USER / CLUSTERFORGE_BMC_PASSWORD, the CA bundle from CLUSTERFORGE_BMC_CA or the
-inventory's `bios_ca_path` (TLS is always verified). Nodes without a BMC in the plan are skipped.
+CLUSTERFORGE_BMC_USER and CLUSTERFORGE_BMC_PASSWORD (or the file CLUSTERFORGE_BMC_PASSWORD_FILE), the CA
+bundle from CLUSTERFORGE_BMC_CA or the inventory's `bios_ca_path` (TLS is always verified). Nodes without a BMC in the plan are skipped.
 A BMC that cannot be read (refused, timeout, 401, no Bios resource) is verdict `error`, never a pass.
 """
 
@@ -109,6 +109,19 @@ def judge(
     )
 
 
+def bmc_password() -> str:
+    """CLUSTERFORGE_BMC_PASSWORD, else the content of the file CLUSTERFORGE_BMC_PASSWORD_FILE."""
+    pw = os.environ.get("CLUSTERFORGE_BMC_PASSWORD", "")
+    path = os.environ.get("CLUSTERFORGE_BMC_PASSWORD_FILE", "")
+    if not pw and path:
+        try:
+            with open(path) as fh:
+                pw = fh.read().rstrip("\n")
+        except OSError as exc:
+            raise CheckError(f"cannot read CLUSTERFORGE_BMC_PASSWORD_FILE {path}: {exc.strerror}") from None
+    return pw
+
+
 @cache
 def _plan(path: str) -> dict[str, Any]:
     return load_plan(path)
@@ -127,9 +140,12 @@ def test_bios_attributes(node: NodeExpect, bios_plan_doc: dict[str, Any]) -> Non
     bmc = entry.get("bmc")
     if not bmc:
         pytest.skip("no BMC in the plan for this node")
-    user, password = os.environ.get("CLUSTERFORGE_BMC_USER"), os.environ.get("CLUSTERFORGE_BMC_PASSWORD")
+    user, password = os.environ.get("CLUSTERFORGE_BMC_USER"), bmc_password()
     if not user or not password:
-        raise CheckError("no BMC account: set CLUSTERFORGE_BMC_USER and CLUSTERFORGE_BMC_PASSWORD")
+        raise CheckError(
+            "no BMC account: set CLUSTERFORGE_BMC_USER and CLUSTERFORGE_BMC_PASSWORD "
+            "(or CLUSTERFORGE_BMC_PASSWORD_FILE)"
+        )
     vendor = bmc.get("vendor", "generic")
     ca = os.environ.get("CLUSTERFORGE_BMC_CA") or node.knobs.get("bios_ca_path") or None
     client = Redfish(bmc["address"], user, password, ca, float(node.timeout))
