@@ -89,12 +89,14 @@ def _ib_cmd(node: NodeExpect, rail: int) -> str:
     same port, retried for a few seconds until the server listens; the server is stopped afterwards."""
     r = node.rail(rail)
     gid = f" -x {node.knobs['nccl_ib_gid_index']}" if node.roce and "nccl_ib_gid_index" in node.knobs else ""
-    args = f"-d {r.hca} -i {r.port}{gid} -s 8388608 -F --report_gbits -D 2 --use_cuda={r.gpu} -p {18515 + rail}"
+    args = (
+        f"-d {r.hca} -i {r.port}{gid} -s 8388608 -F --report_gbits -D 2 --use_cuda={r.gpu} -p {18515 + rail}"
+    )
     return (
         f"e=$(mktemp); ib_write_bw {args} >/dev/null 2>&1 & srv=$!; rc=1; n=0; "
         f"while [ $n -lt 25 ]; do out=$(ib_write_bw {args} 127.0.0.1 2>$e); rc=$?; [ $rc -eq 0 ] && break; "
         "n=$((n+1)); sleep 0.2; done; kill $srv 2>/dev/null; wait $srv 2>/dev/null; "
-        'printf '%s\n' "$out"; cat $e >&2; rm -f $e; exit $rc'
+        """printf '%s\\n' "$out"; cat $e >&2; rm -f $e; exit $rc"""
     )
 
 
