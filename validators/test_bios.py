@@ -4,7 +4,8 @@ Expected values come from the BIOS map of the node's BMC vendor (src/clusterforg
 resolved against the plan's tuning (ACS policy), plus `bios_extra_attributes` from the inventory. The BMC
 is read from the controller: its address from the plan (`nodes[].bmc`), the account from
 CLUSTERFORGE_BMC_USER and CLUSTERFORGE_BMC_PASSWORD (or the file CLUSTERFORGE_BMC_PASSWORD_FILE), the CA
-bundle from CLUSTERFORGE_BMC_CA or the inventory's `bios_ca_path` (TLS is always verified). Nodes without a BMC in the plan are skipped.
+bundle from CLUSTERFORGE_BMC_CA or the inventory's `bios_ca_path` (TLS is always verified). Nodes without
+a BMC in the plan are skipped.
 A BMC that cannot be read (refused, timeout, 401, no Bios resource) is verdict `error`, never a pass.
 """
 

@@ -43,7 +43,10 @@ def test_tls_and_account(tmp_path: Path) -> None:
     assert ensure_account(tmp_path) == creds
     user, digest = (tmp_path / "htpasswd").read_text().strip().split(":", 1)
     assert user == creds["user"] and bcrypt.checkpw(creds["password"].encode(), digest.encode())
-    assert credentials_env(tmp_path)["CLUSTERFORGE_BMC_PASSWORD"] == creds["password"]
+    env = credentials_env(tmp_path)
+    assert "CLUSTERFORGE_BMC_PASSWORD" not in env, "the password itself stays out of the environment"
+    assert Path(env["CLUSTERFORGE_BMC_PASSWORD_FILE"]).read_text() == creds["password"]
+    assert oct((tmp_path / "password").stat().st_mode & 0o777) == "0o600"
     assert oct((tmp_path / "credentials.json").stat().st_mode & 0o777) == "0o600"
 
 

@@ -2,7 +2,7 @@
 
     urls = start_bmcs(plan_doc, state_dir)   # {node: "https://127.0.0.1:8441", ...}; idempotent
     stop_bmcs(state_dir)                      # ends them; BIOS state (NVRAM) stays for the next start
-    bmc_env(state_dir)                        # CLUSTERFORGE_BMC_USER / _PASSWORD for Ansible and validators
+    bmc_env(state_dir)                        # CLUSTERFORGE_BMC_USER / _PASSWORD_FILE for Ansible, validators
 
 `state_dir` is the lab's state root (`/var/lib/clusterforge/lab/<cluster>`); everything goes to
 `<state_dir>/bmc/` (see `secrets` for the TLS and account files, `<node>/` for each emulator's config,
@@ -182,7 +182,7 @@ def bmc_status(state_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def bmc_env(state_dir: Path) -> dict[str, str]:
-    """The lab BMCs' credentials as the environment the bios role and validator read."""
+    """The lab BMCs' account as the environment the bios role and validator read (user + password file)."""
     return credentials_env(Path(state_dir) / "bmc")
 
 

@@ -2,8 +2,9 @@
 
 Everything lives in `<state>/bmc/`: `ca.pem` (what clients verify against: `bios_ca_path`), `ca.key`,
 `server.pem`/`server.key` (one certificate for every lab BMC, with each BMC's address as a SAN),
-`htpasswd` (sushy-emulator's basic-auth file) and `credentials.json` (mode 0600: the account's user and
-password, handed to Ansible and the validators as CLUSTERFORGE_BMC_USER / CLUSTERFORGE_BMC_PASSWORD).
+`htpasswd` (sushy-emulator's basic-auth file), `credentials.json` and `password` (mode 0600: the account;
+Ansible and the validators get CLUSTERFORGE_BMC_USER and CLUSTERFORGE_BMC_PASSWORD_FILE, so that the
+password itself is never in an environment that ansible-runner records in its `command` artifact).
 Made once and kept; a new address in the plan re-issues the server certificate only.
 """
 
@@ -78,6 +79,11 @@ def ensure_account(folder: Path) -> dict[str, str]:
         fd = os.open(creds_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(creds, fh)
+    pw_file = folder / "password"
+    if not pw_file.exists() or pw_file.read_text() != creds["password"]:
+        fd = os.open(pw_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(creds["password"])
     if not htpasswd.exists() or not htpasswd.read_text().startswith(creds["user"] + ":"):
         digest = bcrypt.hashpw(creds["password"].encode(), bcrypt.gensalt(rounds=BCRYPT_ROUNDS)).decode()
         htpasswd.write_text(f"{creds['user']}:{digest}\n")
@@ -86,9 +92,10 @@ def ensure_account(folder: Path) -> dict[str, str]:
 
 
 def credentials_env(folder: Path) -> dict[str, str]:
-    """CLUSTERFORGE_BMC_USER / CLUSTERFORGE_BMC_PASSWORD for the lab BMCs (empty when never started)."""
+    """CLUSTERFORGE_BMC_USER / CLUSTERFORGE_BMC_PASSWORD_FILE for the lab BMCs (empty when never started)."""
     f = folder / "credentials.json"
     if not f.exists():
         return {}
     creds = json.loads(f.read_text())
-    return {"CLUSTERFORGE_BMC_USER": creds["user"], "CLUSTERFORGE_BMC_PASSWORD": creds["password"]}
+    return {"CLUSTERFORGE_BMC_USER": creds["user"],
+            "CLUSTERFORGE_BMC_PASSWORD_FILE": str(folder / "password")}
