@@ -158,3 +158,19 @@ def test_records_certificates_and_pool_actions(lab_plan: dict[str, Any], isolate
     assert actions["roce-02"] == "resumed" and actions["ib-02"] == "resumed"
     assert actions["ib-01"].startswith("left as it was") and ("resume", "ib-01") not in pool.calls
     assert pool.states["roce-01"].reason.startswith("clusterforge: burnin outlier roce-01")
+
+
+def test_done_by_iterations_or_by_time_spent_in_iterations(tmp_path: Path) -> None:
+    from clusterforge.burnin.db import BurninDB
+    from clusterforge.burnin.runner import Options, done
+
+    with BurninDB(tmp_path / "r.db") as db:
+        by_count = db.create("lab", ["a"], iterations=2, duration_s=None, options={})
+        by_time = db.create("lab", ["a"], iterations=None, duration_s=100.0, options={})
+        for bid in (by_count, by_time):
+            db.commit_iteration(bid, 1, "s", "t", 60.0, [])
+        assert not done(db, by_count, Options(iterations=2))
+        assert not done(db, by_time, Options(duration_s=100.0))
+        for bid in (by_count, by_time):
+            db.commit_iteration(bid, 2, "s", "t", 60.0, [])
+        assert done(db, by_count, Options(iterations=2)) and done(db, by_time, Options(duration_s=100.0))
