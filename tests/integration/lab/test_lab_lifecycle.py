@@ -23,11 +23,11 @@ pytestmark = pytest.mark.lab
 @pytest.fixture(scope="module")
 def extra(lab: Any) -> Iterator[Lab]:
     used = {n.mgmt_ip for n in lab.plan.nodes}
-    ip = next(f"10.244.0.{i}" for i in range(250, 200, -1) if f"10.244.0.{i}" not in used)
-    raw = make_plan({"roce": 1}, cluster=f"{lab.cluster}-cycle")
-    n = raw["nodes"][0]
-    n.update(name="cycle-01", mgmt_ip=ip, fabric="cyc0", pool="cycle")
-    n["rails"] = n["rails"][:2]
+    ips = [f"10.244.0.{i}" for i in range(250, 200, -1) if f"10.244.0.{i}" not in used]
+    raw = make_plan({"roce": 2}, cluster=f"{lab.cluster}-cycle")
+    for i, n in enumerate(raw["nodes"]):
+        n.update(name=f"cycle-{i + 1:02d}", mgmt_ip=ips[i], fabric="cyc0", pool="cycle")
+        n["rails"] = n["rails"][:2]
     extra = Lab(raw)
     yield extra
     extra.nodes_down(extra.plan.nodes)
@@ -142,23 +142,34 @@ def test_recovers_from_a_crashed_supervisor(extra: Lab) -> None:
     assert _traces(extra) == NOTHING
 
 
-def test_units_are_per_node(extra: Lab, lab: Any) -> None:
-    """Stopping a unit in one node (systemd kills by cgroup) leaves every other node's unit running."""
+def test_units_are_per_node(extra: Lab) -> None:
+    """Stopping a unit in one node (systemd kills by cgroup) leaves the other node's unit running."""
     from clusterforge.lab import cgroups
     from clusterforge.lab.lab import ssh_banner
 
-    name = extra.plan.nodes[0].name
-    extra.node_up(name, wait=True)
-    top = cgroups.node_cgroups(extra.cluster, name)
+    one, two = extra.plan.nodes[0], extra.plan.nodes[1]
+    for n in (one, two):
+        extra.node_up(n.name, wait=True)
+    top = cgroups.node_cgroups(extra.cluster, one.name)
     assert top and all((d / "payload").is_dir() for d in top)
-    assert extra.exec(name, ["systemctl", "stop", "ssh"]).returncode == 0
+    assert extra.exec(one.name, ["systemctl", "stop", "ssh"]).returncode == 0
     try:
-        assert not ssh_banner(extra.plan.nodes[0].mgmt_ip)
-        assert all(ssh_banner(n.mgmt_ip, timeout=10) for n in lab.plan.nodes)
+        assert not ssh_banner(one.mgmt_ip)
+        assert ssh_banner(two.mgmt_ip, timeout=10)
     finally:
-        extra.exec(name, ["systemctl", "start", "ssh"])
-    extra.node_down(name)
+        extra.exec(one.name, ["systemctl", "start", "ssh"])
+    extra.nodes_down([one, two])
     assert _traces(extra) == NOTHING and not any(d.exists() for d in top)
+
+
+def test_fresh_rails_start_at_1500_up_without_address(extra: Lab) -> None:
+    n = extra.plan.nodes[0]
+    extra.node_up(n.name, wait=True)
+    for r in n.rails:
+        out = extra.exec(n.name, ["ip", "-o", "-4", "addr", "show", "dev", r.netdev]).stdout
+        assert out == ""
+        link = extra.exec(n.name, ["ip", "-o", "link", "show", "dev", r.netdev]).stdout
+        assert " mtu 1500 " in link and ",UP," in link and r.mac in link
 
 
 def test_status_json_serialisable(extra: Lab) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 pytestmark = pytest.mark.lab
+DOWN = {"down", "unk", "fail", "failg", "npc", "boot", "futr"}
 
 
 def _slurm(lab: Any, *argv: str) -> str:
@@ -22,25 +23,43 @@ def _states(lab: Any) -> dict[str, str]:
     return dict(line.split() for line in out.splitlines())
 
 
-def _wait_idle(lab: Any, names: list[str], timeout: float = 60) -> dict[str, str]:
+def _wait(lab: Any, names: list[str], ok: Any, timeout: float) -> dict[str, str]:
     deadline = time.monotonic() + timeout
     while True:
         st = _states(lab)
-        if all(st.get(n) == "idle" for n in names) or time.monotonic() > deadline:
+        if all(st.get(n) is not None and ok(st[n]) for n in names) or time.monotonic() > deadline:
             return st
         time.sleep(1)
 
 
-def test_sinfo_lists_every_node_idle(lab: Any) -> None:
+def _responding(state: str) -> bool:
+    return not state.endswith("*") and state not in DOWN
+
+
+def _wait_idle(lab: Any, names: list[str], timeout: float = 60) -> dict[str, str]:
+    return _wait(lab, names, lambda s: s == "idle", timeout)
+
+
+def test_sinfo_knows_every_node_responding(lab: Any) -> None:
+    """Every node registered and responding (other tests may have drained or allocated some)."""
     names = [n.name for n in lab.plan.nodes]
-    st = _wait_idle(lab, names)
-    assert {n: st.get(n) for n in names} == dict.fromkeys(names, "idle")
+    st = _wait(lab, names, _responding, 60)
+    bad = {n: st.get(n) for n in names if st.get(n) is None or not _responding(st[n])}
+    assert not bad, st
     parts = _slurm(lab, "sinfo", "-h", "-o", "%R").split()
     assert sorted(parts) == sorted(lab.plan.pools)
 
 
+def _idle(lab: Any) -> list[str]:
+    st = _wait_idle(lab, [n.name for n in lab.plan.nodes], 20)
+    return [n.name for n in lab.plan.nodes if st.get(n.name) == "idle"]
+
+
 def test_drain_and_resume(lab: Any) -> None:
-    node = lab.plan.nodes[0].name
+    idle = _idle(lab)
+    if not idle:
+        pytest.skip("no idle node to drain (other tests hold them)")
+    node = idle[0]
     _slurm(lab, "scontrol", "update", f"nodename={node}", "state=drain", "reason=clusterforge-test")
     try:
         assert "clusterforge-test" in _slurm(lab, "sinfo", "-R", "-h", "-n", node)
@@ -51,9 +70,17 @@ def test_drain_and_resume(lab: Any) -> None:
 
 
 def test_srun_on_two_nodes(lab: Any) -> None:
-    pool, members = next(((p, m) for p, m in lab.plan.pools.items() if len(m) >= 2), (None, []))
-    if pool is None:
-        pytest.skip("no pool with two nodes")
-    _wait_idle(lab, members[:2])
-    out = _slurm(lab, "srun", "-p", pool, "-N2", "-w", ",".join(members[:2]), "-D", "/tmp", "hostname")
-    assert sorted(out.split()) == sorted(members[:2])
+    idle = set(_idle(lab))
+    pair = next(
+        (
+            [m for m in members if m in idle][:2]
+            for members in lab.plan.pools.values()
+            if len([m for m in members if m in idle]) >= 2
+        ),
+        None,
+    )
+    if pair is None:
+        pytest.skip("no pool with two idle nodes")
+    pool = next(p for p, members in lab.plan.pools.items() if pair[0] in members)
+    out = _slurm(lab, "srun", "-p", pool, "-N2", "-w", ",".join(pair), "-D", "/tmp", "hostname")
+    assert sorted(out.split()) == sorted(pair)
