@@ -206,13 +206,13 @@ def test_apt_source_and_pins_debian() -> None:
                                        " | join(' ') }};{% endfor %}"})
     assert out["list"].splitlines()[-1] == "deb [trusted=yes] http://10.244.0.1:8780/nvidia stable main"
     pref = out["pref"]
-    assert "Package: nvidia-driver-570\nPin: version 570.133.20*\nPin-Priority: 1001\n" in pref
-    assert ("Package: nvidia-fabricmanager-570 libnvidia-nscq-570\nPin: version 570.133.20*\n"
-            "Pin-Priority: 1001\n") in pref
-    assert "Package: datacenter-gpu-manager-4-cuda12\nPin: version 1:4.2.3*\n" in pref
+    # one stanza per (globs, version): every *nvidia* package of the release, and both DCGM packages
+    assert "# driver, fabricmanager\nPackage: *nvidia*\nPin: version 570.133.20*\nPin-Priority: 1001\n" in pref
+    assert "# dcgm\nPackage: datacenter-gpu-manager-4-*\nPin: version 1:4.2.3*\nPin-Priority: 1001\n" in pref
+    assert pref.count("Package:") == 2
     assert out["specs"] == ("nvidia-driver-570=570.133.20*;"
                             "nvidia-fabricmanager-570=570.133.20* libnvidia-nscq-570=570.133.20*;"
-                            "datacenter-gpu-manager-4-cuda12=1:4.2.3*;")
+                            "datacenter-gpu-manager-4-core=1:4.2.3* datacenter-gpu-manager-4-cuda12=1:4.2.3*;")
 
 
 def test_apt_source_signed_cuda_repo_ubuntu() -> None:
@@ -244,7 +244,7 @@ def test_dnf_package_specs_and_versionlock_rhel() -> None:
     assert out["driver"] == ["nvidia-driver-3:570.133.20", "nvidia-driver-cuda-3:570.133.20",
                              "nvidia-driver-libs-3:570.133.20", "kmod-nvidia-latest-dkms-3:570.133.20"]
     assert out["fm"] == ["nvidia-fabric-manager-570.133.20", "libnvidia-nscq-570-570.133.20"]
-    assert out["dcgm"] == ["datacenter-gpu-manager-4-cuda12-1:4.2.3"]
+    assert out["dcgm"] == ["datacenter-gpu-manager-4-core-1:4.2.3", "datacenter-gpu-manager-4-cuda12-1:4.2.3"]
     assert out["repo"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"
     assert out["stream"] == "570-dkms"
 
@@ -254,7 +254,7 @@ def test_image_driver_pins_only_what_the_role_installs() -> None:
                  templates={"pref": "templates/nvidia.pref.j2"},
                  expressions={"labels": "{{ _nvidia_gpu_pinned_groups | map(attribute='label') | list }}"})
     assert out["labels"] == ["fabricmanager", "dcgm"]
-    assert "nvidia-driver-570" not in out["pref"] and "datacenter-gpu-manager" not in out["pref"]
+    assert "# fabricmanager\nPackage: *nvidia*\n" in out["pref"] and "datacenter-gpu-manager" not in out["pref"]
 
 
 def test_acs_conf_lists_the_rail_nics() -> None:

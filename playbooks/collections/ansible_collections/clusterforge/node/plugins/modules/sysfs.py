@@ -47,6 +47,14 @@ options:
         type: str
         choices: [fail, warn, ignore]
         default: fail
+      readonly:
+        description:
+          - What to do when the attribute differs but the kernel does not let this process write it
+            (e.g. a host-global C(net.core) sysctl seen from a network namespace other than the initial one).
+          - C(warn) reports it (not as a change) and goes on; C(fail) fails the host.
+        type: str
+        choices: [fail, warn]
+        default: fail
   verify:
     description: Re-read every written attribute and fail if the kernel did not take the value.
     type: bool
@@ -81,6 +89,7 @@ unmanaged:
 import glob
 import os
 import re
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -137,6 +146,7 @@ def main():
                     compare=dict(type="str", choices=["exact", "words", "selected"], default="exact"),
                     mkdir=dict(type="str"),
                     missing=dict(type="str", choices=["fail", "warn", "ignore"], default="fail"),
+                    readonly=dict(type="str", choices=["fail", "warn"], default="fail"),
                 ),
             ),
             verify=dict(type="bool", default=True),
@@ -198,6 +208,13 @@ def main():
                 item_label = label or path
                 if label and len(paths) > 1:
                     item_label = "%s [%s]" % (label, path)
+                if not os.access(path, os.W_OK):
+                    msg = "%s: %s is read-only here (is %r, wanted %r)" % (item_label, path, current, desired)
+                    if attr["readonly"] == "fail":
+                        module.fail_json(msg=msg)
+                    unmanaged.append(dict(name=item_label, path=path, reason=msg))
+                    warnings.append(msg)
+                    continue
                 plan.append((item_label, path, desired, attr["compare"], current, None))
 
     for label, path, desired, compare, current, mkdir in plan:
@@ -211,6 +228,11 @@ def main():
         try:
             if mkdir and not os.path.isdir(mkdir):
                 os.mkdir(mkdir)
+            if mkdir:
+                # configfs creates the item's attributes with the directory; allow a moment for them.
+                deadline = time.monotonic() + 10
+                while not os.path.exists(path) and time.monotonic() < deadline:
+                    time.sleep(0.1)
             _write(path, desired)
         except OSError as exc:
             module.fail_json(msg="%s: cannot write %r to %s: %s" % (label, desired, path, exc), changes=changes)
@@ -233,8 +255,9 @@ def main():
             before="".join(before_lines),
             after="".join(after_lines),
         )
-    for w in warnings:
-        module.warn(w)
+    if warnings:
+        module.warn("; ".join(warnings) if len(warnings) <= 2 else
+                    "%d attributes not exposed here: %s" % (len(warnings), "; ".join(warnings)))
     module.exit_json(**result)
 
 
