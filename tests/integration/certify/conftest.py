@@ -7,6 +7,7 @@ and JSON reports go to a private folder; Slurm is the lab's.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 SPEC = REPO / "inventory" / "clusters" / "lab.yaml"
+LOCK = Path("/run/lock/clusterforge-lab-tests.lock")  # as tests/integration/conftest.py
 
 
 @dataclass
@@ -87,7 +89,9 @@ def _provision_by_hand(lab: Any) -> None:
 
 
 @pytest.fixture(scope="session")
-def certify_lab(request: pytest.FixtureRequest, certify_env: Path) -> CertifyLab:
+def certify_lab(request: pytest.FixtureRequest, certify_env: Path) -> Iterator[CertifyLab]:
+    """The provisioned lab; the lab tests' lock is held meanwhile (faults, drains and reboots here must not
+    meet another session's tests on the same nodes)."""
     from clusterforge.run.pipeline import load_plan
 
     plan, inventory = load_plan(SPEC)  # writes inventory/generated/lab/ before the lab reads its plan
@@ -97,4 +101,10 @@ def certify_lab(request: pytest.FixtureRequest, certify_env: Path) -> CertifyLab
         lab = request.getfixturevalue("lab")
         _provision_by_hand(lab)
     assert getattr(lab, "cluster", plan.doc["cluster"]) == plan.doc["cluster"]
-    return CertifyLab(lab, plan.doc, inventory, SPEC, certify_env)
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield CertifyLab(lab, plan.doc, inventory, SPEC, certify_env)
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
