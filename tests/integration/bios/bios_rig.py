@@ -46,12 +46,18 @@ class Rig:
     def pending_file(self, node: str) -> Path:
         return self.tmp / "nodes" / f"{node}.reboot-required"
 
+    def record(self, node: str) -> str:
+        """The node's pending-reboot record ('' when absent: the module removes it with no reason left)."""
+        f = self.pending_file(node)
+        return f.read_text() if f.exists() else ""
+
     def run(self, check: bool = False, keep: Path | None = None, **extravars: Any) -> PlaybookResult:
         base = {
             "ansible_connection": "local",
             "ansible_python_interpreter": sys.executable,
             "bios_ca_path": str(self.ca),
             "bios_pending_file": str(self.tmp / "nodes" / "{{ inventory_hostname }}.reboot-required"),
+            "bios_pending_fact_file": str(self.tmp / "nodes" / "{{ inventory_hostname }}.pending.fact"),
         }
         # hosts.yml, not the folder: Ansible would read plan.json, cables.csv and bom.csv beside it as
         # inventory sources too (hundreds of bogus hosts); group_vars/ beside hosts.yml still apply.
@@ -85,3 +91,4 @@ class Rig:
         self.post(node, res["Actions"]["#Bios.ResetBios"]["target"], {})
         self.reset(node, "ForceRestart")
         self.pending_file(node).unlink(missing_ok=True)
+        (self.tmp / "nodes" / f"{node}.pending.fact").unlink(missing_ok=True)

@@ -38,12 +38,14 @@ def test_stage_record_pending_and_second_run_changes_nothing(fresh: Rig) -> None
     current, staged = fresh.bios("roce-01")
     assert _wanted(staged) == WANT, "staged in Bios/Settings"
     assert _wanted(current) != WANT, "not applied before a reset"
-    line = fresh.pending_file("roce-01").read_text().strip()
+    line = fresh.record("roce-01").strip()
     assert line.startswith("bios: ") and all(f"{k}={v}" in line for k, v in WANT.items())
+    fact = json.loads((fresh.tmp / "nodes" / "roce-01.pending.fact").read_text())
+    assert fact["reasons"] == {"bios": [line]}, "kept with the other roles' reasons"
     again = fresh.run()
     assert again.rc == 0
     assert {h: r.changed for h, r in again.hosts.items()} == {h: 0 for h in again.hosts}
-    assert fresh.pending_file("roce-01").read_text().strip() == line
+    assert fresh.record("roce-01").strip() == line
 
 
 def test_reset_applies_the_staged_settings_and_clears_the_record(fresh: Rig) -> None:
@@ -53,9 +55,9 @@ def test_reset_applies_the_staged_settings_and_clears_the_record(fresh: Rig) -> 
     assert _wanted(current) == WANT
     res = fresh.run()
     assert res.rc == 0
-    assert "bios:" not in fresh.pending_file("roce-01").read_text()
-    assert fresh.pending_file("roce-02").read_text().startswith("bios: "), "roce-02 was not reset"
-    assert res.hosts["roce-01"].changed == 1  # only the record's line went
+    assert "bios:" not in fresh.record("roce-01")
+    assert fresh.record("roce-02").startswith("bios: "), "roce-02 was not reset"
+    assert res.hosts["roce-01"].changed == 1  # only the record went
     assert fresh.run().hosts["roce-01"].changed == 0
 
 
@@ -66,7 +68,7 @@ def test_role_reset_handler(fresh: Rig) -> None:
     for n in BMC_NODES:
         current, staged = fresh.bios(n)
         assert _wanted(current) == WANT and _wanted(staged) == WANT
-        assert "bios:" not in fresh.pending_file(n).read_text() if fresh.pending_file(n).exists() else True
+        assert "bios:" not in fresh.record(n)
     assert fresh.run().hosts["roce-01"].changed == 0
 
 
@@ -170,3 +172,16 @@ def test_no_secret_in_output_or_artifacts(
                 assert holders[0].stat().st_mode & 0o077 == 0
             else:
                 assert holders == [], f"secret in {holders} (run {i})"
+
+
+def test_other_roles_reasons_are_kept(fresh: Rig) -> None:
+    """The record is shared: a reason another role recorded stays beside ours (and ours beside it)."""
+    fact = fresh.tmp / "nodes" / "roce-01.pending.fact"
+    other = "os_tuning: kernel command line needs a reboot (running kernel lacks: iommu=pt)"
+    fact.write_text(json.dumps({"reboot_required": True, "reasons": {"os_tuning": [other]}}))
+    assert fresh.run().rc == 0
+    lines = fresh.record("roce-01").splitlines()
+    assert lines[0].startswith("bios: ") and lines[1] == other
+    fresh.reset("roce-01")
+    assert fresh.run().rc == 0
+    assert fresh.record("roce-01").splitlines() == [other]
