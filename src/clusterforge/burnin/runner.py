@@ -151,6 +151,7 @@ def run(
     bdb = BurninDB(store.path)
     if resume:
         stored = bdb.get(resume)
+        resume = stored.id  # RUN may be a unique prefix
         if stored.status != "running":
             raise BurninError(f"burn-in {stored.id} is already {stored.status}: nothing to resume")
         if stored.plan_hash and stored.plan_hash != plan_doc.get("plan_hash"):
