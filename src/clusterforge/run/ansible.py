@@ -130,6 +130,9 @@ def run_playbook(
     """Run `playbooks/<playbook>` on `inventory` (a folder with hosts.yml and group_vars/)."""
     import ansible_runner  # heavy import, only when running
 
+    # The hosts file, not its folder: a folder would make Ansible parse plan.json, cables.csv... as
+    # inventory sources. group_vars/ beside hosts.yml still load.
+    inv_file = inventory / "hosts.yml" if inventory.is_dir() else inventory
     pdd = Path(tempfile.mkdtemp(prefix="clusterforge-run-"))
     hosts: dict[str, HostResult] = {}
     tasks: list[TaskResult] = []
@@ -194,7 +197,7 @@ def run_playbook(
             private_data_dir=str(pdd),
             project_dir=str(PLAYBOOKS),
             playbook=playbook,
-            inventory=str(inventory),
+            inventory=str(inv_file),
             limit=limit,
             tags=tags,
             skip_tags=skip_tags,
@@ -222,6 +225,13 @@ def run_playbook(
     finally:
         if keep_artifacts is not None:
             keep_artifacts.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(pdd / "artifacts", keep_artifacts / "artifacts", dirs_exist_ok=True)
+            # ansible-runner saves the whole environment (secrets included) in artifacts/<id>/command
+            # and env/: never keep those.
+            shutil.copytree(
+                pdd / "artifacts",
+                keep_artifacts / "artifacts",
+                dirs_exist_ok=True,
+                ignore=shutil.ignore_patterns("command", "env", "envvars"),
+            )
         shutil.rmtree(pdd, ignore_errors=True)
     return result

@@ -29,8 +29,10 @@ STATE = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state"))
 
 
 class Pool(Protocol):
-    def drain(self, node: str, reason: str) -> None: ...
-    def resume(self, node: str) -> None: ...
+    """What the loop needs of a pool manager (clusterforge.pool.PoolManager)."""
+
+    def drain(self, node: str, reason: str) -> bool: ...
+    def resume(self, node: str) -> bool: ...
 
 
 @dataclass
@@ -190,12 +192,25 @@ def _reboot_pending(
         report.hosts[h].pending_reboot = reasons
     if not pending or opts.no_reboot:
         return
-    names = sorted(pending)
-    progress.phase(f"drain → reboot → check → resume: {', '.join(names)}")
-    for h in names:
+    names = []
+    progress.phase(f"drain → reboot → check → resume: {', '.join(sorted(pending))}")
+    for h in sorted(pending):
         if pool is not None:
-            pool.drain(h, f"clusterforge: reboot for {', '.join(pending[h])[:100]}")
-            report.hosts[h].drained = True
+            try:
+                # False: someone else drained it for another reason; reboot, but never resume it
+                report.hosts[h].drained = bool(
+                    pool.drain(h, f"clusterforge: reboot for {', '.join(pending[h])}")
+                )
+            except Exception as exc:  # never reboot a node that could not be taken out of the pool
+                rec = report.hosts[h]
+                rec.status, rec.failed_task = "failed", "drain before reboot"
+                rec.message = (
+                    f"could not drain through the pool manager ({exc}); not rebooted, reboot pending"
+                )
+                continue
+        names.append(h)
+    if not names:
+        return
     res = run_playbook(
         "reboot.yml",
         inventory,
@@ -236,6 +251,9 @@ def _reboot_pending(
                 else f"still pending after reboot: {', '.join(still.get(h, []))}"
             ) + "; left drained"
             continue
-        if pool is not None:
-            pool.resume(h)
-            rec.drained = False
+        if pool is not None and rec.drained:
+            try:
+                pool.resume(h)
+                rec.drained = False
+            except Exception as exc:
+                rec.message = f"converged after reboot but not resumed: {exc}"
