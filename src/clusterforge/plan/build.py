@@ -152,27 +152,36 @@ _DIGEST_RAIL = itemgetter(
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
-def expectation_digest(sku_digest: str, node: dict[str, Any]) -> str:
+def expectation_digest(sku_digest: str, node: dict[str, Any], bios_digest: str | None = None) -> str:
     """SHA-256 over what `node` is certified against and nothing else: the digest of its SKU (with threshold
     overrides), tuning and software pins, plus its own name, management address and netdev, fabric type and,
     per rail, (index, hca, netdev, ip, prefix, mtu, link_layer, speed_gbps, gpu, numa) - as a JSON list in
-    that fixed order, headed by DIGEST_VERSION."""
-    return hashlib.sha256(
-        _encode(
-            [
-                DIGEST_VERSION,
-                sku_digest,
-                node["name"],
-                node["mgmt_ip"],
-                node["mgmt_netdev"],
-                node["fabric_type"],
-                list(map(_DIGEST_RAIL, node["rails"])),
-            ]
-        ).encode("utf-8")
-    ).hexdigest()
+    that fixed order, headed by DIGEST_VERSION. A node with a BMC is also checked against its vendor's BIOS
+    attribute map, so `bios_digest` (that map's digest) is appended for it."""
+    parts: list[Any] = [
+        DIGEST_VERSION,
+        sku_digest,
+        node["name"],
+        node["mgmt_ip"],
+        node["mgmt_netdev"],
+        node["fabric_type"],
+        list(map(_DIGEST_RAIL, node["rails"])),
+    ]
+    if bios_digest is not None:
+        parts.append(bios_digest)
+    return hashlib.sha256(_encode(parts).encode("utf-8")).hexdigest()
 
 
 def build_plan(spec: Spec) -> Plan:
+    bios_digests: dict[str, str] = {}
+
+    def bios_digest(vendor: str) -> str:
+        if vendor not in bios_digests:
+            from clusterforge.spec import bios
+
+            bios_digests[vendor] = sha256_of(bios.inventory_map(vendor, _tuning(spec)))
+        return bios_digests[vendor]
+
     """Compile `spec`; raises InputError (exit 2) for a fabric the engine cannot build."""
     c = spec.cluster
     slots = node_slots(c)
@@ -259,7 +268,10 @@ def build_plan(spec: Spec) -> Plan:
             "bmc": entry.bmc.model_dump(mode="json") if entry and entry.bmc else None,
             "rails": rails,
         }
-        node["expectation_digest"] = expectation_digest(sku_digest[pool.sku], node)
+        bmc = node["bmc"]
+        node["expectation_digest"] = expectation_digest(
+            sku_digest[pool.sku], node, bios_digest(bmc["vendor"]) if bmc else None
+        )
         nodes.append(node)
         pool_nodes[s.pool].append(s.name)
 

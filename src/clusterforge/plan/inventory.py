@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterforge.plan import bios_vars
 from clusterforge.plan.build import Plan
 
 LAB_ROOT = "/var/lib/clusterforge/lab"
@@ -109,6 +110,7 @@ def all_vars(plan: Plan) -> dict[str, Any]:
                 "nvidia_gpu_apt_repo_trusted": True,
             }
         )
+    out.update(bios_vars.all_vars(d))
     return out
 
 
