@@ -40,7 +40,11 @@ def _site(run_ansible: Runner, *extra: str):
 @pytest.mark.parametrize(
     ("knob", "value", "expected"),
     [
-        ("os_tuning_thp", "bogus", "value of os_tuning_thp must be one of: always, madvise, never, got: bogus"),
+        (
+            "os_tuning_thp",
+            "bogus",
+            "value of os_tuning_thp must be one of: always, madvise, never, got: bogus",
+        ),
         ("nvidia_gpu_driver_source", "tarball", "nvidia_gpu_driver_source must be one of: package, image"),
         ("rdma_roce_lossless_priority", "9", "rdma_roce_lossless_priority must be one of"),
         ("nccl_net_gdr_level", "FAR", "nccl_net_gdr_level must be one of"),

@@ -34,10 +34,23 @@ def mlxconfig() -> ModuleType:
         del sys.path[:1]
 
 
-DESIRED = ["intel_idle.max_cstate=0", "processor.max_cstate=1", "iommu=pt",
-           "default_hugepagesz=1G", "hugepagesz=1G", "hugepages=0:8,1:8"]
-MANAGED = ["intel_idle.max_cstate", "processor.max_cstate", "iommu", "intel_iommu",
-           "default_hugepagesz", "hugepagesz", "hugepages"]
+DESIRED = [
+    "intel_idle.max_cstate=0",
+    "processor.max_cstate=1",
+    "iommu=pt",
+    "default_hugepagesz=1G",
+    "hugepagesz=1G",
+    "hugepages=0:8,1:8",
+]
+MANAGED = [
+    "intel_idle.max_cstate",
+    "processor.max_cstate",
+    "iommu",
+    "intel_iommu",
+    "default_hugepagesz",
+    "hugepagesz",
+    "hugepages",
+]
 
 
 def test_cmdline_all_in_effect(filters) -> None:
@@ -47,10 +60,13 @@ def test_cmdline_all_in_effect(filters) -> None:
 
 
 def test_cmdline_last_occurrence_wins(filters) -> None:
-    assert filters.cmdline_missing("processor.max_cstate=1 processor.max_cstate=5", ["processor.max_cstate=1"]) == [
-        "processor.max_cstate=1"
-    ]
-    assert filters.cmdline_missing("processor.max_cstate=5 processor.max_cstate=1", ["processor.max_cstate=1"]) == []
+    assert filters.cmdline_missing(
+        "processor.max_cstate=1 processor.max_cstate=5", ["processor.max_cstate=1"]
+    ) == ["processor.max_cstate=1"]
+    assert (
+        filters.cmdline_missing("processor.max_cstate=5 processor.max_cstate=1", ["processor.max_cstate=1"])
+        == []
+    )
 
 
 def test_cmdline_hugepage_pairs(filters) -> None:
@@ -79,7 +95,9 @@ def test_cmdline_stale_parameters(filters) -> None:
 def test_package_specs(filters) -> None:
     ps = filters.package_specs
     assert ps(["nvidia-driver-570"], "570.133.20", "Debian") == ["nvidia-driver-570=570.133.20*"]
-    assert ps(["datacenter-gpu-manager-4-cuda12"], "4.2.3", "Debian", "1") == ["datacenter-gpu-manager-4-cuda12=1:4.2.3*"]
+    assert ps(["datacenter-gpu-manager-4-cuda12"], "4.2.3", "Debian", "1") == [
+        "datacenter-gpu-manager-4-cuda12=1:4.2.3*"
+    ]
     assert ps(["nvidia-driver", "kmod-nvidia-latest-dkms"], "570.133.20", "RedHat", "3") == [
         "nvidia-driver-3:570.133.20",
         "kmod-nvidia-latest-dkms-3:570.133.20",
@@ -116,8 +134,11 @@ Configurations:                                      Default             Current
 
 def test_mlxconfig_parse_and_match(mlxconfig) -> None:
     vals = mlxconfig.parse_query(MLXCONFIG_Q, ["PCI_WR_ORDERING", "ATS_ENABLED"])
-    assert vals["PCI_WR_ORDERING"] == {"default": "per_mkey(0)", "current": "force_relax(1)",
-                                       "next_boot": "force_relax(1)"}
+    assert vals["PCI_WR_ORDERING"] == {
+        "default": "per_mkey(0)",
+        "current": "force_relax(1)",
+        "next_boot": "force_relax(1)",
+    }
     assert mlxconfig.matches(vals["ATS_ENABLED"]["next_boot"], False)
     assert mlxconfig.matches(vals["ATS_ENABLED"]["next_boot"], "0")
     assert mlxconfig.matches(vals["PCI_WR_ORDERING"]["next_boot"], "force_relax")

@@ -19,7 +19,12 @@ MLXCONFIG_STATE = {
         "next": "force_relax",
         "values": {"per_mkey": 0, "force_relax": 1},
     },
-    "ATS_ENABLED": {"default": "False", "current": "False", "next": "False", "values": {"False": 0, "True": 1}},
+    "ATS_ENABLED": {
+        "default": "False",
+        "current": "False",
+        "next": "False",
+        "values": {"False": 0, "True": 1},
+    },
 }
 
 
@@ -40,7 +45,9 @@ def _prepare(work: Path) -> None:
     mlx = work / "state" / "mlxconfig"
     mlx.mkdir(parents=True)
     (mlx / "0000_18_00.0.json").write_text(json.dumps(MLXCONFIG_STATE))
-    (work / "grub.cfg").write_text("menuentry x {\n  linux /vmlinuz root=/dev/sda1 ro hugepagesz=1G hugepages=4\n}\n")
+    (work / "grub.cfg").write_text(
+        "menuentry x {\n  linux /vmlinuz root=/dev/sda1 ro hugepagesz=1G hugepages=4\n}\n"
+    )
     (work / "grub.cfg.new").write_text(
         "menuentry x {\n  linux /vmlinuz root=/dev/sda1 ro processor.max_cstate=1 iommu=pt\n}\n"
     )

@@ -18,7 +18,9 @@ def _inventory(tmp_path: Path, serial: object, max_fail: int) -> Path:
     hosts = {f"n{i}": {"ansible_connection": "local", "clusterforge_rails": []} for i in range(3)}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
     (tmp_path / "group_vars" / "all.yml").write_text(
-        yaml.safe_dump({"clusterforge_rollout_serial": serial, "clusterforge_rollout_max_fail_percentage": max_fail})
+        yaml.safe_dump(
+            {"clusterforge_rollout_serial": serial, "clusterforge_rollout_max_fail_percentage": max_fail}
+        )
     )
     return tmp_path / "hosts.yml"
 
@@ -38,7 +40,12 @@ def test_serial_and_max_fail_from_inventory(run_ansible: Runner, tmp_path: Path)
 def test_extra_vars_override_the_inventory(run_ansible: Runner, tmp_path: Path) -> None:
     inv = _inventory(tmp_path, 1, 0)
     res = run_ansible(
-        "ansible-playbook", "-i", str(inv), "--check", "-e", "clusterforge_rollout_serial=100%",
+        "ansible-playbook",
+        "-i",
+        str(inv),
+        "--check",
+        "-e",
+        "clusterforge_rollout_serial=100%",
         str(PLAYBOOKS / "site.yml"),
     )
     assert res.rc != 0

@@ -26,6 +26,7 @@ def test_script_is_valid_bash(role: str, template: str, tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     if shutil.which("shellcheck"):
-        proc = subprocess.run(["shellcheck", "-S", "warning", str(script)], capture_output=True, text=True,
-                              check=False)
+        proc = subprocess.run(
+            ["shellcheck", "-S", "warning", str(script)], capture_output=True, text=True, check=False
+        )
         assert proc.returncode == 0, proc.stdout

@@ -61,6 +61,71 @@ def test_every_role_has_the_standard_layout() -> None:
         for rel in ("defaults/main.yml", "meta/main.yml", "meta/argument_specs.yml", "tasks/main.yml"):
             assert (base / rel).is_file(), f"{role}: missing {rel}"
         defaults = yaml.safe_load((base / "defaults/main.yml").read_text()) or {}
-        spec = yaml.safe_load((base / "meta/argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+        spec = yaml.safe_load((base / "meta/argument_specs.yml").read_text())["argument_specs"]["main"][
+            "options"
+        ]
         assert all(k.startswith(f"{role}_") for k in defaults), f"{role}: knob without the role prefix"
-        assert set(defaults) == set(spec), f"{role}: defaults and argument spec disagree: {set(defaults) ^ set(spec)}"
+        assert set(defaults) == set(spec), (
+            f"{role}: defaults and argument spec disagree: {set(defaults) ^ set(spec)}"
+        )
+
+
+COMMAND_MODULES = {
+    "ansible.builtin.apt",
+    "ansible.builtin.package",
+    "ansible.builtin.dnf",
+    "ansible.builtin.dpkg_selections",
+    "ansible.builtin.service_facts",
+    "ansible.builtin.systemd_service",
+    "community.general.dnf_versionlock",
+    "ansible.builtin.command",
+    "ansible.builtin.shell",
+}
+READ_ONLY = {
+    "ansible.builtin.command",
+    "ansible.builtin.slurp",
+    "ansible.builtin.stat",
+    "ansible.builtin.find",
+}
+
+
+def _tasks(tasks: list | None):
+    for t in tasks or []:
+        if "block" in t:
+            yield from _tasks(t["block"])
+        else:
+            yield t
+
+
+def _all_tasks():
+    for f in sorted(ROLES.glob("*/tasks/*.yml")) + sorted(ROLES.glob("*/handlers/*.yml")):
+        if f.parent.parent.name not in ROLE_NAMES:
+            continue
+        for t in _tasks(yaml.safe_load(f.read_text())):
+            yield f, t
+
+
+def test_every_command_a_task_runs_has_a_timeout() -> None:
+    """`timeout N ...` in the argv or the task keyword `timeout:` (clusterforge.node modules: built in)."""
+    missing = []
+    for f, t in _all_tasks():
+        for module in COMMAND_MODULES & set(t):
+            args = t[module] if isinstance(t[module], dict) else {}
+            argv = args.get("argv") or []
+            if "timeout" not in t and not (argv and argv[0] == "timeout"):
+                missing.append(f"{f.relative_to(ROLES)}: {t.get('name')}")
+    assert not missing, missing
+
+
+def test_changed_when_false_only_on_read_only_probes() -> None:
+    wrong = []
+    for f, t in _all_tasks():
+        if t.get("changed_when") is False:
+            module = next((k for k in t if k.startswith(("ansible.", "community.", "clusterforge."))), "")
+            if module not in READ_ONLY or (
+                module == "ansible.builtin.command"
+                and t.get("check_mode") is not False
+                and "not ansible_check_mode" not in str(t.get("when"))
+            ):
+                wrong.append(f"{f.relative_to(ROLES)}: {t.get('name')} ({module})")
+    assert not wrong, wrong

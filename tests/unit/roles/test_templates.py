@@ -15,28 +15,58 @@ import pytest
 
 from ._support import HERE, INVENTORY
 
-DEBIAN = {"distribution": "Debian", "distribution_major_version": "12", "distribution_version": "12.5",
-          "processor": ["0", "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480C"]}
-UBUNTU = {"distribution": "Ubuntu", "distribution_major_version": "24", "distribution_version": "24.04",
-          "processor": ["0", "AuthenticAMD", "AMD EPYC 7742 64-Core Processor"]}
-ROCKY = {"distribution": "Rocky", "distribution_major_version": "9", "distribution_version": "9.4",
-         "processor": ["0", "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480C"]}
+DEBIAN = {
+    "distribution": "Debian",
+    "distribution_major_version": "12",
+    "distribution_version": "12.5",
+    "processor": ["0", "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480C"],
+}
+UBUNTU = {
+    "distribution": "Ubuntu",
+    "distribution_major_version": "24",
+    "distribution_version": "24.04",
+    "processor": ["0", "AuthenticAMD", "AMD EPYC 7742 64-Core Processor"],
+}
+ROCKY = {
+    "distribution": "Rocky",
+    "distribution_major_version": "9",
+    "distribution_version": "9.4",
+    "processor": ["0", "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480C"],
+}
 
 
-def render(role: str, host: str = "roce-01", family: str = "Debian", facts: dict | None = None,
-           templates: dict[str, str] | None = None, expressions: dict[str, str] | None = None,
-           variables: dict[str, Any] | None = None) -> dict[str, Any]:
+def render(
+    role: str,
+    host: str = "roce-01",
+    family: str = "Debian",
+    facts: dict | None = None,
+    templates: dict[str, str] | None = None,
+    expressions: dict[str, str] | None = None,
+    variables: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     requests = {"templates": templates or {}, "expressions": expressions or {}, "vars": variables or {}}
     proc = subprocess.run(
-        [sys.executable, str(HERE / "helpers" / "render.py"), str(INVENTORY), host, role, family,
-         json.dumps(facts or DEBIAN), json.dumps(requests)],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            str(HERE / "helpers" / "render.py"),
+            str(INVENTORY),
+            host,
+            role,
+            family,
+            json.dumps(facts or DEBIAN),
+            json.dumps(requests),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout)
 
 
 # ---- nccl ------------------------------------------------------------------------------------------
+
 
 def test_nccl_conf_roce_node() -> None:
     out = render("nccl", templates={"conf": "templates/nccl.conf.j2"})["conf"]
@@ -58,18 +88,22 @@ def test_nccl_conf_infiniband_node_has_no_roce_settings() -> None:
 
 
 def test_nccl_conf_extra_env() -> None:
-    out = render("nccl", templates={"conf": "templates/nccl.conf.j2"},
-                 variables={"nccl_extra_env": {"NCCL_IB_QPS_PER_CONNECTION": 4}})["conf"]
+    out = render(
+        "nccl",
+        templates={"conf": "templates/nccl.conf.j2"},
+        variables={"nccl_extra_env": {"NCCL_IB_QPS_PER_CONNECTION": 4}},
+    )["conf"]
     assert out.endswith("NCCL_IB_TC=106\nNCCL_IB_QPS_PER_CONNECTION=4\n")
 
 
 # ---- os_tuning -------------------------------------------------------------------------------------
 
+
 def test_grub_dropin_intel() -> None:
     out = render("os_tuning", templates={"grub": "templates/grub-clusterforge.cfg.j2"})["grub"]
     assert out.splitlines()[-1] == (
         'GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX:+$GRUB_CMDLINE_LINUX }'
-        'intel_idle.max_cstate=0 processor.max_cstate=1 iommu=pt '
+        "intel_idle.max_cstate=0 processor.max_cstate=1 iommu=pt "
         'default_hugepagesz=1G hugepagesz=1G hugepages=0:8,1:8"'
     )
 
@@ -77,29 +111,80 @@ def test_grub_dropin_intel() -> None:
 @pytest.mark.parametrize(
     ("facts", "knobs", "expected"),
     [
-        (UBUNTU, {}, ["processor.max_cstate=1", "iommu=pt", "default_hugepagesz=1G", "hugepagesz=1G",
-                      "hugepages=0:8,1:8"]),
-        (DEBIAN, {"os_tuning_hugepages_count": 0}, ["intel_idle.max_cstate=0", "processor.max_cstate=1", "iommu=pt"]),
-        (DEBIAN, {"os_tuning_hugepages_per_numa": False, "os_tuning_cstate_max": 0, "os_tuning_iommu": "off"},
-         ["intel_idle.max_cstate=0", "processor.max_cstate=1", "iommu=off", "default_hugepagesz=1G",
-          "hugepagesz=1G", "hugepages=16"]),
-        (DEBIAN, {"os_tuning_cstate_cmdline": False, "os_tuning_iommu": "on", "os_tuning_hugepages_size": "2M",
-                  "os_tuning_hugepages_count": 1024, "os_tuning_hugepages_per_numa": False,
-                  "os_tuning_cmdline_extra": ["nosmt"]},
-         ["iommu=nopt", "intel_iommu=on", "default_hugepagesz=2M", "hugepagesz=2M", "hugepages=1024", "nosmt"]),
-        (DEBIAN, {"os_tuning_hugepages_count": 17}, ["intel_idle.max_cstate=0", "processor.max_cstate=1",
-                                                      "iommu=pt", "default_hugepagesz=1G", "hugepagesz=1G",
-                                                      "hugepages=0:9,1:8"]),
+        (
+            UBUNTU,
+            {},
+            [
+                "processor.max_cstate=1",
+                "iommu=pt",
+                "default_hugepagesz=1G",
+                "hugepagesz=1G",
+                "hugepages=0:8,1:8",
+            ],
+        ),
+        (
+            DEBIAN,
+            {"os_tuning_hugepages_count": 0},
+            ["intel_idle.max_cstate=0", "processor.max_cstate=1", "iommu=pt"],
+        ),
+        (
+            DEBIAN,
+            {"os_tuning_hugepages_per_numa": False, "os_tuning_cstate_max": 0, "os_tuning_iommu": "off"},
+            [
+                "intel_idle.max_cstate=0",
+                "processor.max_cstate=1",
+                "iommu=off",
+                "default_hugepagesz=1G",
+                "hugepagesz=1G",
+                "hugepages=16",
+            ],
+        ),
+        (
+            DEBIAN,
+            {
+                "os_tuning_cstate_cmdline": False,
+                "os_tuning_iommu": "on",
+                "os_tuning_hugepages_size": "2M",
+                "os_tuning_hugepages_count": 1024,
+                "os_tuning_hugepages_per_numa": False,
+                "os_tuning_cmdline_extra": ["nosmt"],
+            },
+            [
+                "iommu=nopt",
+                "intel_iommu=on",
+                "default_hugepagesz=2M",
+                "hugepagesz=2M",
+                "hugepages=1024",
+                "nosmt",
+            ],
+        ),
+        (
+            DEBIAN,
+            {"os_tuning_hugepages_count": 17},
+            [
+                "intel_idle.max_cstate=0",
+                "processor.max_cstate=1",
+                "iommu=pt",
+                "default_hugepagesz=1G",
+                "hugepagesz=1G",
+                "hugepages=0:9,1:8",
+            ],
+        ),
     ],
 )
 def test_kernel_parameters(facts: dict, knobs: dict, expected: list[str]) -> None:
-    out = render("os_tuning", facts=facts, variables=knobs, expressions={"p": "{{ os_tuning_cmdline_params }}"})
+    out = render(
+        "os_tuning", facts=facts, variables=knobs, expressions={"p": "{{ os_tuning_cmdline_params }}"}
+    )
     assert out["p"] == expected
 
 
 def test_cpuidle_attributes_cover_states_deeper_than_the_limit() -> None:
-    out = render("os_tuning", expressions={"a": "{{ _os_tuning_cpuidle_attrs }}"},
-                 variables={"os_tuning_cstate_max": 2})["a"]
+    out = render(
+        "os_tuning",
+        expressions={"a": "{{ _os_tuning_cpuidle_attrs }}"},
+        variables={"os_tuning_cstate_max": 2},
+    )["a"]
     assert [a["path"] for a in out][:2] == [
         "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state3/disable",
         "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state4/disable",
@@ -108,9 +193,12 @@ def test_cpuidle_attributes_cover_states_deeper_than_the_limit() -> None:
 
 
 def test_sysctl_dropin_and_runtime_paths() -> None:
-    out = render("os_tuning", templates={"conf": "templates/sysctl.conf.j2"},
-                 expressions={"attrs": "{{ _os_tuning_sysctl_attrs }}"},
-                 variables={"os_tuning_sysctls_extra": {"net/ipv4/conf/eth0.100/rp_filter": 2}})
+    out = render(
+        "os_tuning",
+        templates={"conf": "templates/sysctl.conf.j2"},
+        expressions={"attrs": "{{ _os_tuning_sysctl_attrs }}"},
+        variables={"os_tuning_sysctls_extra": {"net/ipv4/conf/eth0.100/rp_filter": 2}},
+    )
     lines = out["conf"].splitlines()
     assert "kernel.numa_balancing = 0" in lines
     assert "net.ipv4.tcp_rmem = 4096 87380 268435456" in lines
@@ -124,19 +212,27 @@ def test_sysctl_dropin_and_runtime_paths() -> None:
 
 
 def test_boot_time_tuning_conf_and_chrony() -> None:
-    out = render("os_tuning", templates={"conf": "templates/os-tuning.conf.j2", "chrony": "templates/chrony.conf.j2"})
+    out = render(
+        "os_tuning", templates={"conf": "templates/os-tuning.conf.j2", "chrony": "templates/chrony.conf.j2"}
+    )
     assert 'GOVERNOR="performance"\nCSTATE_MAX="1"\nTHP="madvise"\n' in out["conf"]
     assert "server 10.244.0.1 iburst\n" in out["chrony"] and "pool" not in out["chrony"]
 
 
 def test_chrony_paths_per_family() -> None:
-    out = render("os_tuning", family="RedHat", facts=ROCKY, templates={"chrony": "templates/chrony.conf.j2"},
-                 expressions={"conf": "{{ _os_tuning_chrony_conf }}", "svc": "{{ _os_tuning_chrony_service }}"})
+    out = render(
+        "os_tuning",
+        family="RedHat",
+        facts=ROCKY,
+        templates={"chrony": "templates/chrony.conf.j2"},
+        expressions={"conf": "{{ _os_tuning_chrony_conf }}", "svc": "{{ _os_tuning_chrony_service }}"},
+    )
     assert out["conf"] == "/etc/chrony.conf" and out["svc"] == "chronyd"
     assert "driftfile /var/lib/chrony/drift\n" in out["chrony"]
 
 
 # ---- rdma ------------------------------------------------------------------------------------------
+
 
 def test_roce_qos_conf() -> None:
     out = render("rdma", templates={"conf": "templates/roce-qos.conf.j2"})["conf"]
@@ -149,8 +245,10 @@ def test_roce_qos_conf() -> None:
         'ECN_MISSING="fail"',
         'CNP_DSCP="48"',
         'CNP_PRIO="6"',
-        'CNP_DSCP_PATHS="/sys/class/net/{netdev}/ecn/roce_np/cnp_dscp /sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_dscp"',
-        'CNP_PRIO_PATHS="/sys/class/net/{netdev}/ecn/roce_np/cnp_802p_prio /sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_prio"',
+        'CNP_DSCP_PATHS="/sys/class/net/{netdev}/ecn/roce_np/cnp_dscp'
+        ' /sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_dscp"',
+        'CNP_PRIO_PATHS="/sys/class/net/{netdev}/ecn/roce_np/cnp_802p_prio'
+        ' /sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_prio"',
         'ROCE_TOS="106"',
         'ROCE_MODE="RoCE v2"',
         'MTU="9000"',
@@ -165,27 +263,44 @@ def test_pfc_vector_follows_the_lossless_priority() -> None:
 
 
 def test_rail_selection_by_link_layer() -> None:
-    expr = {"roce": "{{ _rdma_roce_rails | map(attribute='netdev') | list }}",
-            "ib": "{{ _rdma_ib_rails | map(attribute='netdev') | list }}",
-            "net": "{{ _rdma_net_rails | map(attribute='netdev') | list }}"}
-    assert render("rdma", expressions=expr) == {"roce": ["enp24s0np0", "enp64s0np0"], "ib": [],
-                                               "net": ["enp24s0np0", "enp64s0np0"]}
-    assert render("rdma", host="ib-01", expressions=expr) == {"roce": [], "ib": ["ibp24s0", "ibp64s0"], "net": []}
+    expr = {
+        "roce": "{{ _rdma_roce_rails | map(attribute='netdev') | list }}",
+        "ib": "{{ _rdma_ib_rails | map(attribute='netdev') | list }}",
+        "net": "{{ _rdma_net_rails | map(attribute='netdev') | list }}",
+    }
+    assert render("rdma", expressions=expr) == {
+        "roce": ["enp24s0np0", "enp64s0np0"],
+        "ib": [],
+        "net": ["enp24s0np0", "enp64s0np0"],
+    }
+    assert render("rdma", host="ib-01", expressions=expr) == {
+        "roce": [],
+        "ib": ["ibp24s0", "ibp64s0"],
+        "net": [],
+    }
 
 
 def test_rail_network_files_per_backend() -> None:
     out = render(
         "rdma",
         variables={"item": "{{ clusterforge_rails[0] }}"},
-        templates={"networkd": "templates/rail.network.j2", "nm": "templates/rail.nmconnection.j2",
-                   "netplan": "templates/rails.netplan.yaml.j2", "udev": "templates/90-clusterforge-roce-qos.rules.j2"},
+        templates={
+            "networkd": "templates/rail.network.j2",
+            "nm": "templates/rail.nmconnection.j2",
+            "netplan": "templates/rails.netplan.yaml.j2",
+            "udev": "templates/90-clusterforge-roce-qos.rules.j2",
+        },
         expressions={"backend": "{{ _rdma_backend }}"},
     )
     assert out["backend"] == "networkd"
     assert "[Match]\nName=enp24s0np0\n" in out["networkd"]
     assert "MTUBytes=9000\n" in out["networkd"] and "Address=10.245.0.11/24\n" in out["networkd"]
     assert "RequiredForOnline=no\n" in out["networkd"]
-    assert "type=ethernet\n" in out["nm"] and "mtu=9000\n" in out["nm"] and "address1=10.245.0.11/24\n" in out["nm"]
+    assert (
+        "type=ethernet\n" in out["nm"]
+        and "mtu=9000\n" in out["nm"]
+        and "address1=10.245.0.11/24\n" in out["nm"]
+    )
     assert "    enp64s0np0:\n" in out["netplan"] and "        - 10.245.1.11/24\n" in out["netplan"]
     assert 'KERNEL=="enp24s0np0|enp64s0np0"' in out["udev"]
     assert 'ENV{SYSTEMD_WANTS}+="clusterforge-roce-qos@%k.service"' in out["udev"]
@@ -199,29 +314,46 @@ def test_network_backend_per_distribution() -> None:
 
 # ---- nvidia_gpu ------------------------------------------------------------------------------------
 
+
 def test_apt_source_and_pins_debian() -> None:
-    out = render("nvidia_gpu", templates={"list": "templates/nvidia.list.j2", "pref": "templates/nvidia.pref.j2"},
-                 expressions={"specs": "{% for g in _nvidia_gpu_pinned_groups %}"
-                                       "{{ g.packages | clusterforge.node.package_specs(g.version, 'Debian', g.epoch)"
-                                       " | join(' ') }};{% endfor %}"})
+    out = render(
+        "nvidia_gpu",
+        templates={"list": "templates/nvidia.list.j2", "pref": "templates/nvidia.pref.j2"},
+        expressions={
+            "specs": "{% for g in _nvidia_gpu_pinned_groups %}"
+            "{{ g.packages | clusterforge.node.package_specs(g.version, 'Debian', g.epoch)"
+            " | join(' ') }};{% endfor %}"
+        },
+    )
     assert out["list"].splitlines()[-1] == "deb [trusted=yes] http://10.244.0.1:8780/nvidia stable main"
     pref = out["pref"]
     # one stanza per (globs, version): every *nvidia* package of the release, and both DCGM packages
-    assert "# driver, fabricmanager\nPackage: *nvidia*\nPin: version 570.133.20*\nPin-Priority: 1001\n" in pref
+    assert (
+        "# driver, fabricmanager\nPackage: *nvidia*\nPin: version 570.133.20*\nPin-Priority: 1001\n" in pref
+    )
     assert "# dcgm\nPackage: datacenter-gpu-manager-4-*\nPin: version 1:4.2.3*\nPin-Priority: 1001\n" in pref
     assert pref.count("Package:") == 2
-    assert out["specs"] == ("nvidia-driver-570=570.133.20*;"
-                            "nvidia-fabricmanager-570=570.133.20* libnvidia-nscq-570=570.133.20*;"
-                            "datacenter-gpu-manager-4-core=1:4.2.3* datacenter-gpu-manager-4-cuda12=1:4.2.3*;")
+    assert out["specs"] == (
+        "nvidia-driver-570=570.133.20*;"
+        "nvidia-fabricmanager-570=570.133.20* libnvidia-nscq-570=570.133.20*;"
+        "datacenter-gpu-manager-4-core=1:4.2.3* datacenter-gpu-manager-4-cuda12=1:4.2.3*;"
+    )
 
 
 def test_apt_source_signed_cuda_repo_ubuntu() -> None:
-    out = render("nvidia_gpu", facts=UBUNTU, templates={"list": "templates/nvidia.list.j2"},
-                 variables={"nvidia_gpu_apt_repo_trusted": False,
-                            "nvidia_gpu_apt_repo": "https://developer.download.nvidia.com/compute/cuda/repos/"
-                                                   "{{ _nvidia_gpu_cuda_distro }}/x86_64/",
-                            "nvidia_gpu_apt_suite": "/", "nvidia_gpu_apt_components": []},
-                 expressions={"key": "{{ nvidia_gpu_apt_key_url }}"})
+    out = render(
+        "nvidia_gpu",
+        facts=UBUNTU,
+        templates={"list": "templates/nvidia.list.j2"},
+        variables={
+            "nvidia_gpu_apt_repo_trusted": False,
+            "nvidia_gpu_apt_repo": "https://developer.download.nvidia.com/compute/cuda/repos/"
+            "{{ _nvidia_gpu_cuda_distro }}/x86_64/",
+            "nvidia_gpu_apt_suite": "/",
+            "nvidia_gpu_apt_components": [],
+        },
+        expressions={"key": "{{ nvidia_gpu_apt_key_url }}"},
+    )
     assert out["list"].splitlines()[-1] == (
         "deb [signed-by=/etc/apt/keyrings/clusterforge-nvidia.asc] "
         "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/ /"
@@ -230,19 +362,30 @@ def test_apt_source_signed_cuda_repo_ubuntu() -> None:
 
 
 def test_dnf_package_specs_and_versionlock_rhel() -> None:
-    out = render("nvidia_gpu", family="RedHat", facts=ROCKY,
-                 expressions={"specs": "{{ _nvidia_gpu_pinned_groups | map(attribute='label') | list }}",
-                              "driver": "{{ (_nvidia_gpu_pinned_groups | first).packages | clusterforge.node."
-                                        "package_specs((_nvidia_gpu_pinned_groups | first).version, 'RedHat', "
-                                        "(_nvidia_gpu_pinned_groups | first).epoch) }}",
-                              "fm": "{{ (_nvidia_gpu_pinned_groups[1]).packages | clusterforge.node.package_specs("
-                                    "_nvidia_gpu_pinned_groups[1].version, 'RedHat', _nvidia_gpu_pinned_groups[1].epoch) }}",
-                              "dcgm": "{{ (_nvidia_gpu_pinned_groups[2]).packages | clusterforge.node.package_specs("
-                                      "_nvidia_gpu_pinned_groups[2].version, 'RedHat', _nvidia_gpu_pinned_groups[2].epoch) }}",
-                              "repo": "{{ nvidia_gpu_dnf_repo }}", "stream": "{{ nvidia_gpu_dnf_module_stream }}"})
+    out = render(
+        "nvidia_gpu",
+        family="RedHat",
+        facts=ROCKY,
+        expressions={
+            "specs": "{{ _nvidia_gpu_pinned_groups | map(attribute='label') | list }}",
+            "driver": "{{ (_nvidia_gpu_pinned_groups | first).packages | clusterforge.node."
+            "package_specs((_nvidia_gpu_pinned_groups | first).version, 'RedHat', "
+            "(_nvidia_gpu_pinned_groups | first).epoch) }}",
+            "fm": "{{ (_nvidia_gpu_pinned_groups[1]).packages | clusterforge.node.package_specs("
+            "_nvidia_gpu_pinned_groups[1].version, 'RedHat', _nvidia_gpu_pinned_groups[1].epoch) }}",
+            "dcgm": "{{ (_nvidia_gpu_pinned_groups[2]).packages | clusterforge.node.package_specs("
+            "_nvidia_gpu_pinned_groups[2].version, 'RedHat', _nvidia_gpu_pinned_groups[2].epoch) }}",
+            "repo": "{{ nvidia_gpu_dnf_repo }}",
+            "stream": "{{ nvidia_gpu_dnf_module_stream }}",
+        },
+    )
     assert out["specs"] == ["driver", "fabricmanager", "dcgm"]
-    assert out["driver"] == ["nvidia-driver-3:570.133.20", "nvidia-driver-cuda-3:570.133.20",
-                             "nvidia-driver-libs-3:570.133.20", "kmod-nvidia-latest-dkms-3:570.133.20"]
+    assert out["driver"] == [
+        "nvidia-driver-3:570.133.20",
+        "nvidia-driver-cuda-3:570.133.20",
+        "nvidia-driver-libs-3:570.133.20",
+        "kmod-nvidia-latest-dkms-3:570.133.20",
+    ]
     assert out["fm"] == ["nvidia-fabric-manager-570.133.20", "libnvidia-nscq-570-570.133.20"]
     assert out["dcgm"] == ["datacenter-gpu-manager-4-core-1:4.2.3", "datacenter-gpu-manager-4-cuda12-1:4.2.3"]
     assert out["repo"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"
@@ -250,11 +393,16 @@ def test_dnf_package_specs_and_versionlock_rhel() -> None:
 
 
 def test_image_driver_pins_only_what_the_role_installs() -> None:
-    out = render("nvidia_gpu", variables={"nvidia_gpu_driver_source": "image", "nvidia_gpu_dcgm_version": ""},
-                 templates={"pref": "templates/nvidia.pref.j2"},
-                 expressions={"labels": "{{ _nvidia_gpu_pinned_groups | map(attribute='label') | list }}"})
+    out = render(
+        "nvidia_gpu",
+        variables={"nvidia_gpu_driver_source": "image", "nvidia_gpu_dcgm_version": ""},
+        templates={"pref": "templates/nvidia.pref.j2"},
+        expressions={"labels": "{{ _nvidia_gpu_pinned_groups | map(attribute='label') | list }}"},
+    )
     assert out["labels"] == ["fabricmanager", "dcgm"]
-    assert "# fabricmanager\nPackage: *nvidia*\n" in out["pref"] and "datacenter-gpu-manager" not in out["pref"]
+    assert (
+        "# fabricmanager\nPackage: *nvidia*\n" in out["pref"] and "datacenter-gpu-manager" not in out["pref"]
+    )
 
 
 def test_acs_conf_lists_the_rail_nics() -> None:

@@ -1,7 +1,8 @@
 """Render role templates and variables for one inventory host without running the role.
 
 Usage: python render.py INVENTORY HOST ROLE FAMILY FACTS_JSON REQUESTS_JSON
-REQUESTS_JSON: {"vars": {"<name>": "<jinja or value>"}, "templates": {"<key>": "<template path relative to the role>"},
+REQUESTS_JSON: {"vars": {"<name>": "<jinja or value>"},
+                "templates": {"<key>": "<template path relative to the role>"},
                 "expressions": {"<key>": "<jinja>"}}
 Prints {"<key>": rendered, ...} as JSON.
 
@@ -45,7 +46,9 @@ def main() -> None:
     vm = VariableManager(loader=loader, inventory=inv)
     facts = json.loads(facts_json)
     facts.setdefault("os_family", family)
-    play = Play.load({"hosts": "all", "gather_facts": False, "roles": [role]}, variable_manager=vm, loader=loader)
+    play = Play.load(
+        {"hosts": "all", "gather_facts": False, "roles": [role]}, variable_manager=vm, loader=loader
+    )
     host = inv.get_host(host_name)
     variables = vm.get_vars(play=play, host=host)
     family_vars = PLAYBOOKS / "roles" / role / "vars" / f"{family}.yml"
