@@ -111,9 +111,25 @@ def test_grub_dropin_intel() -> None:
 @pytest.mark.parametrize(
     ("facts", "knobs", "expected"),
     [
-        (
+        (  # SKU without a CPU vendor: the facts decide (AMD)
             UBUNTU,
-            {},
+            {"clusterforge_sku_spec": {"name": "h100-sxm-8x400g-roce", "cpu": {"numa_nodes": 2}}},
+            [
+                "processor.max_cstate=1",
+                "iommu=pt",
+                "default_hugepagesz=1G",
+                "hugepagesz=1G",
+                "hugepages=0:8,1:8",
+            ],
+        ),
+        (  # the SKU's declared vendor wins over the facts
+            DEBIAN,
+            {
+                "clusterforge_sku_spec": {
+                    "name": "h100-sxm-8x400g-roce",
+                    "cpu": {"vendor": "amd", "numa_nodes": 2},
+                }
+            },
             [
                 "processor.max_cstate=1",
                 "iommu=pt",
