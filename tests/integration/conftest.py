@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 LOCK = Path("/run/lock/clusterforge-lab-tests.lock")
 USERS = Path("/run/lock/clusterforge-lab-tests.users")  # one file per test session (pid) using the lab
+LOCK_TIMEOUT_S = float(os.environ.get("CLUSTERFORGE_LAB_LOCK_TIMEOUT", "600"))
 
 
 def lab_unavailable() -> str | None:
@@ -61,11 +63,38 @@ def _plan_source(tmp: Path) -> Path:
     return path
 
 
+def _lock_holders() -> list[str]:
+    """Processes holding LOCK (from /proc/locks), for the message when it is not released."""
+    try:
+        ino = os.stat(LOCK).st_ino
+    except OSError:
+        return []
+    out = []
+    for line in Path("/proc/locks").read_text().splitlines():
+        f = line.replace("->", "").split()
+        if len(f) > 5 and f[5].endswith(f":{ino}") and f[4] != str(os.getpid()):
+            try:
+                cmd = Path(f"/proc/{f[4]}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+            except OSError:
+                cmd = "?"
+            out.append(f"pid {f[4]} ({cmd[:80]})")
+    return out
+
+
 @contextlib.contextmanager
-def _locked() -> Iterator[None]:
+def _locked(timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Serialise lab set-up/tear-down between test sessions; fail (not hang) if the lock is never freed."""
     LOCK.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"{LOCK} held for over {timeout:.0f} s by {_lock_holders() or 'unknown'}")
+                time.sleep(0.5)
         try:
             yield
         finally:
