@@ -118,7 +118,7 @@ def test_vbios(node: NodeExpect, probe: Probe) -> None:
 
 
 CHRONY_UNITS = ("chrony.service", "chronyd.service")
-CHRONY_SHOW = "systemctl show -p LoadState,ActiveState,ConditionResult,ConditionTimestampMonotonic {}"
+CHRONY_SHOW = f"systemctl show -p {readers.UNIT_PROPS} {{}}"
 CHRONY_CONF = (
     "cat /etc/chrony/chrony.conf /etc/chrony/conf.d/*.conf /etc/chrony/sources.d/*.sources "
     "/etc/chrony.conf 2>/dev/null; true"
@@ -164,7 +164,7 @@ def test_time_sync(node: NodeExpect, probe: Probe) -> None:
     )
     unit, show = _chrony_unit(probe)
     if show.get("ActiveState") != "active":
-        skipped = show.get("ConditionResult") == "no" and show.get("ConditionTimestampMonotonic", "0") != "0"
+        skipped = readers.unit_skipped(show)
         virt = probe.run(VIRT, ok=(0, 1)).strip()
         expect(
             skipped and virt not in ("", "none"),

@@ -110,6 +110,15 @@ def systemctl_show(text: str) -> dict[str, str]:
     return kv_lines(text, "systemctl show")
 
 
+UNIT_PROPS = "LoadState,UnitFileState,ActiveState,ConditionResult,ConditionTimestampMonotonic"
+
+
+def unit_skipped(show: dict[str, str]) -> bool:
+    """The unit's own start conditions were false at its last start (``ConditionVirtualization=!container``
+    and the like): systemd skipped it; it is not failed."""
+    return show.get("ConditionResult") == "no" and show.get("ConditionTimestampMonotonic", "0") != "0"
+
+
 @dataclass(frozen=True)
 class Limit:
     domain: str
@@ -158,7 +167,7 @@ def dpkg_list(text: str) -> dict[str, str]:
         if len(parts) != 3:
             raise ParseError("dpkg-query", "expected package<TAB>version<TAB>status", line_no=no, line=raw)
         pkg, version, status = (p.strip() for p in parts)
-        if status.startswith("ii"):
+        if status[1:2] == "i":  # current state installed, whatever the selection (held packages are "hi")
             out[pkg.split(":")[0]] = version
     if not out:
         raise ParseError("dpkg-query", "no installed packages listed")

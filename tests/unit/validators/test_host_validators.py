@@ -84,7 +84,7 @@ def test_memlock(ib_node: NodeExpect) -> None:
 def test_packages_against_pins(ib_node: NodeExpect) -> None:
     dpkg = software.DPKG
     listing = (
-        "libnccl2\t2.26.2-1+cuda12.8\tii \nrdma-core\t44.0-2\tii \n"
+        "libnccl2\t2.26.2-1+cuda12.8\thi \nrdma-core\t44.0-2\tii \n"
         "datacenter-gpu-manager-4-core\t1:4.2.3-1\tii \nlibnccl-dev\t2.26.2-1+cuda12.8\trc \n"
     )
     node = FakeNode({dpkg: (0, listing)})
