@@ -62,7 +62,10 @@ def fleet_box(
         ax.set_xlim(lo - pad, hi + pad)
     ax.set_yticks([])
     ax.set_xlabel(unit)
-    ax.set_title(title, fontsize=10)
+    small = s0 is not None and s0.fleet_median is None
+    ax.set_title(
+        title + (f" (fleet of {len(values)}: too small for a fleet verdict)" if small else ""), fontsize=10
+    )
     fig.subplots_adjust(left=0.03, right=0.97, bottom=0.22, top=0.85)
     return data_uri(fig)
 

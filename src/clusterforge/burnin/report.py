@@ -143,7 +143,7 @@ def to_html(bdb: BurninDB, burnin_id: str, max_node_plots: int = 64) -> str:
     out += [f'<p class="muted">{e(n)}</p>' for n in cov["notes"]]
     out.append(
         '<h2>Fleets</h2><p class="muted">Each dot is one unit\'s median over iterations; the dashed '
-        "line is the fleet median; red units are flagged.</p>"
+        "line is the fleet median, the dotted red line the outlier limit; red units are flagged.</p>"
     )
     by_class: dict[str, dict[Any, Any]] = defaultdict(dict)
     for k, cls in ev.classes.items():

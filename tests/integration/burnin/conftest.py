@@ -56,9 +56,10 @@ def prepare(lab: Any, node: str) -> None:
         f"sys.stdout.buffer.write(urllib.request.urlopen('{url}/clusterforge-lab-archive-keyring.gpg').read())\""
         " > /etc/apt/keyrings/clusterforge-lab.gpg",
     )
-    sh(
+    sh(  # one source for the lab repository: a node provisioned before may carry another one for it
         lab,
         node,
+        f"grep -rlF '{url}' /etc/apt/sources.list.d/ | xargs -r rm -f; "
         f"echo 'deb [signed-by=/etc/apt/keyrings/clusterforge-lab.gpg] {url} stable main' "
         "> /etc/apt/sources.list.d/clusterforge-lab-nvidia.list",
     )
