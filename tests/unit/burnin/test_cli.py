@@ -174,3 +174,21 @@ def test_done_by_iterations_or_by_time_spent_in_iterations(tmp_path: Path) -> No
         for bid in (by_count, by_time):
             db.commit_iteration(bid, 2, "s", "t", 60.0, [])
         assert done(db, by_count, Options(iterations=2)) and done(db, by_time, Options(duration_s=100.0))
+
+
+def test_admit_applies_the_admission_policy(lab_plan: dict[str, Any], isolated: Path) -> None:
+    """With --admit a passing node is not simply resumed: the pool's policy wants every join tier."""
+    from clusterforge.records import Store
+
+    nodes = ["roce-01", "roce-02", "ib-01", "ib-02"]
+    ev = evaluate(synthetic(lab_plan, 3), lab_plan, nodes, select_pairs(lab_plan))
+    mine = issue.in_progress_reason("abcdef0123")
+    pool = FakePool({n: NodeState(n, "drained", mine) for n in nodes})
+    with Store() as store:
+        run = store.start_run("burnin", "lab", nodes=nodes)
+        store.finish_run(run, "passed")
+        issue.issue_certificates(store, lab_plan, run, ev, {})
+        actions = issue.pool_actions(pool, store, run, ev, lab_plan, admit=True)
+    assert lab_plan["certification"]["join_tiers"] == ["quick"]
+    assert all("no quick certificate" in a for a in actions.values()), actions
+    assert all(s.state == "drained" for s in pool.states.values())
