@@ -8,7 +8,6 @@ afterwards, whatever happened.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from collections.abc import Iterator
@@ -19,7 +18,6 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-LOCK = Path("/run/lock/clusterforge-lab-tests.lock")  # as tests/integration/conftest.py
 PACKAGES = [
     "nvidia-driver-570=570.133.20-1",
     "nvidia-fabricmanager-570=570.133.20-1",
@@ -97,27 +95,20 @@ def unprepare(lab: Any, node: str) -> None:
 
 @pytest.fixture(scope="module")
 def burnin_lab(lab: Any) -> Iterator[Any]:
-    """The lab, prepared; the lab tests' lock is held meanwhile so that no other test session brings the lab
-    up (or down) under the burn-in."""
+    """The lab, prepared (this session is registered as a lab user by the `lab` fixture, so no other session
+    takes the lab down under it)."""
     names = [n.name for n in lab.plan.nodes]
     if not (lab.repo.root / "nvidia/dists/stable/Release").exists():
         lab.repo.build()
         lab.repo.start()
-    LOCK.parent.mkdir(parents=True, exist_ok=True)
-    held = open(LOCK, "w")  # noqa: SIM115 - held for the whole module
-    fcntl.flock(held, fcntl.LOCK_EX)
     try:
         with ThreadPoolExecutor(max_workers=len(names)) as pool:
             list(pool.map(lambda n: prepare(lab, n), names))
         yield lab
     finally:
-        try:
-            resume_all(lab)
-            with ThreadPoolExecutor(max_workers=len(names)) as pool:
-                list(pool.map(lambda n: unprepare(lab, n), names))
-        finally:
-            fcntl.flock(held, fcntl.LOCK_UN)
-            held.close()
+        resume_all(lab)
+        with ThreadPoolExecutor(max_workers=len(names)) as pool:
+            list(pool.map(lambda n: unprepare(lab, n), names))
 
 
 def resume_all(lab: Any) -> None:
