@@ -17,7 +17,9 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,17 +52,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _plan_source(tmp: Path) -> Path:
+    """$CLUSTERFORGE_LAB_PLAN, else the embedded default spec planned now (what `make provision` uses)."""
     env = os.environ.get("CLUSTERFORGE_LAB_PLAN")
     if env:
         return Path(env)
-    generated = REPO / "inventory/generated/lab/plan.json"
-    if generated.exists():
-        return generated
-    from clusterforge.lab.synthetic import make_plan
+    from clusterforge.plan import build_plan
+    from clusterforge.plan.outputs import write_outputs
+    from clusterforge.spec import load_spec
 
-    path = tmp / "plan.json"
-    path.write_text(json.dumps(make_plan(), indent=1))
-    return path
+    with _locked():
+        out = write_outputs(
+            build_plan(load_spec(REPO / "inventory/clusters/lab.yaml")), REPO / "inventory/generated"
+        )
+    return out / "plan.json"
 
 
 def _lock_holders() -> list[str]:
@@ -153,3 +157,46 @@ def lab(lab_plan_path: Path, worker_id: str) -> Iterator[object]:
         lab.down()
     left = {k: v for k, v in lab.leftovers().items() if v}
     assert not left, f"lab down left traces on the host: {left}"
+
+
+@dataclass
+class ProvisionedLab:
+    """The session lab after one full `clusterforge provision` (rolling reboots included)."""
+
+    lab: Any
+    doc: dict[str, Any]
+    inventory: Path
+    spec: Path
+    report: Any
+    log: Path
+
+    @property
+    def nodes(self) -> list[str]:
+        return [n["name"] for n in self.doc["nodes"]]
+
+    def restore(self, *names: str) -> None:
+        """Put nodes back to the state right after provisioning (snapshot tag `provisioned`)."""
+        for n in names or tuple(self.nodes):
+            self.lab.restore(n, "provisioned", wait=True)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def provisioned_lab(
+    lab: Any, lab_plan_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> ProvisionedLab:
+    """Provision the session lab once with the real pipeline; snapshot every node afterwards."""
+    from rich.console import Console
+
+    from clusterforge.run.pipeline import pool_manager
+    from clusterforge.run.provision import Options, provision
+
+    doc = json.loads(lab_plan_path.read_text())
+    inv = lab_plan_path.parent
+    log = tmp_path_factory.mktemp("provision") / "provision.log"
+    with log.open("w") as fh:
+        report = provision(doc, inv, Options(), pool_manager(doc), Console(file=fh, width=200))
+    failed = {h.host: f"{h.failed_task}: {h.message}" for h in report.failed}
+    assert report.ok, f"provisioning the lab failed: {failed} (log {log})"
+    for n in doc["nodes"]:
+        lab.snapshot(n["name"], "provisioned")  # type: ignore[attr-defined]
+    return ProvisionedLab(lab, doc, inv, REPO / "inventory/clusters/lab.yaml", report, log)
