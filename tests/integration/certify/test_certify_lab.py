@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -234,7 +235,7 @@ def test_interrupted_run_leaves_no_false_pass(certify_lab: Any) -> None:
     store = Store()
     before = {r.id for r in store.runs(kind="certify")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "clusterforge.cli", "certify", str(certify_lab.spec), "--admit"],
+        [str(Path(sys.executable).parent / "clusterforge"), "certify", str(certify_lab.spec), "--admit"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
