@@ -64,7 +64,7 @@ def row(stage: str, variant: str, nodes: int, seconds: float | None, **extra: An
         "variant": variant,
         "nodes": nodes,
         "seconds": None if seconds is None else round(seconds, 3),
-        "per_node_s": None if seconds is None else round(per_node(seconds, nodes) or 0.0, 4),
+        "per_node_s": None if seconds is None else round(per_node(seconds, nodes) or 0.0, 6),
         **extra,
     }
 
@@ -121,8 +121,11 @@ def ratios(rows: list[Row]) -> list[dict[str, Any]]:
 
 
 def _fmt(v: Any, digits: int = 2) -> str:
+    """digits < 0: that many significant digits (per-node figures span 0.0004 s to 60 s)."""
     if v is None:
         return "—"
+    if isinstance(v, float) and digits < 0:
+        return f"{v:.{-digits}g}"
     if isinstance(v, float):
         return f"{v:,.{digits}f}"
     if isinstance(v, int):
@@ -131,12 +134,12 @@ def _fmt(v: Any, digits: int = 2) -> str:
 
 
 def render_table(rows: list[Row]) -> str:
-    """Markdown: one line per measurement; per-node seconds with 3 decimals (plan: per node of the plan)."""
+    """Markdown: one line per measurement; seconds per node to 3 significant digits."""
     lines = ["| stage | variant | nodes | seconds | s/node | note |", "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
             f"| {_fmt(r['stage'])} | {_fmt(r['variant'])} | {_fmt(r['nodes'])} | {_fmt(r.get('seconds'))} | "
-            f"{_fmt(r.get('per_node_s'), 3)} | {_fmt(r.get('note', ''))} |"
+            f"{_fmt(r.get('per_node_s'), -3)} | {_fmt(r.get('note', ''))} |"
         )
     return "\n".join(lines)
 
