@@ -124,3 +124,27 @@ def test_node_without_any_measurement_is_an_error(lab_plan: dict[str, Any]) -> N
     assert issue.drain_reason(ev.nodes["ib-02"]).startswith("clusterforge: burnin failed ib-02")
     empty = NodeVerdict("x", "error")
     assert issue.drain_reason(empty) == "clusterforge: burnin x: no measurement completed"
+
+
+def test_slow_group_without_a_slow_member_is_a_fabric_finding(lab_plan: dict[str, Any]) -> None:
+    groups = [["roce-01", "roce-02"], ["ib-01", "ib-02"], ["roce-02", "roce-01"], ["ib-02", "ib-01"]]
+
+    def extra(it: int) -> list[Measurement]:
+        return [
+            Measurement(
+                "all_reduce.group",
+                f"group:{g[0]}+1",
+                peer=",".join(g),
+                unit="GB/s",
+                value=(250.0 if i == 1 else 362.0) + it * 0.1,
+            )
+            for i, g in enumerate(groups)
+        ]
+
+    ev = run(lab_plan, synthetic(lab_plan, 3, extra=extra))
+    assert all(v.verdict == "pass" for v in ev.nodes.values())
+    assert [(f.kind, f.component) for f in ev.fabric] == [("group", "group ib-01,ib-02")]
+    assert not ev.passed
+    # the same slow group with a slow member: explained by that node, no fabric finding
+    ev = run(lab_plan, synthetic(lab_plan, 3, extra=extra, factors={("ib-02", "gpu", "gpu1"): 0.6}))
+    assert not ev.fabric and ev.nodes["ib-02"].verdict == "fail"
