@@ -49,8 +49,8 @@ def naive_env(forks: int | None = None) -> dict[str, str]:
 def naive_runner() -> Iterator[None]:
     """Within the block, `run_playbook` runs with `naive_env` (restored on exit, also on error)."""
     tuned = ansible.runner_env
-    ansible.runner_env = naive_env  # type: ignore[assignment]
+    ansible.runner_env = naive_env
     try:
         yield
     finally:
-        ansible.runner_env = tuned  # type: ignore[assignment]
+        ansible.runner_env = tuned
