@@ -18,6 +18,8 @@ PACKAGES=(
   iputils-ping
   procps
   curl
+  openssl            # the lab BMCs' CA and TLS certificates (Redfish over https)
+  chromium           # headless check that burn-in HTML reports load without console errors
 )
 
 missing=()
