@@ -110,6 +110,12 @@ def inject_identity(
         "lab": True,
     }
     _put(etc / "clusterforge/node.json", json.dumps(info, indent=1, sort_keys=True) + "\n")
+    # The simulator's state, written once: faults and pending boot-time settings survive reboots.
+    sim_state = upper / "var/lib/clusterforge-sim/state.json"
+    if not sim_state.exists():
+        from clusterforge.lab.sim.state import initial_state
+
+        _put(sim_state, json.dumps(initial_state(plan.raw, node.name), indent=1, sort_keys=True) + "\n")
     if fresh or not (etc / "hosts").exists():
         _put(etc / "hosts", hosts_file(plan, controller))
 
