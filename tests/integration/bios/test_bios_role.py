@@ -167,7 +167,7 @@ def test_no_secret_in_output_or_artifacts(
         for secret in (password, wrong):
             assert secret.encode() not in events, f"secret in the events of run {i}"
             holders = [p for p in files if secret.encode() in p.read_bytes()]
-            assert holders == [], f"secret in {holders} (run {i}, password from the environment: {bool(env_pw)})"
+            assert holders == [], f"secret in {holders} (run {i}, password from env: {bool(env_pw)})"
 
 
 def test_other_roles_reasons_are_kept(fresh: Rig) -> None:
