@@ -141,7 +141,7 @@ _mount_optional("clusterforge.pool.cli", "app", "pool", "Pool membership: status
 _mount_optional("clusterforge.records.cli", "app", "certificate", "Node certificates: verify.")
 _mount_optional("clusterforge.pulumi.cli", "app", "inventory", "Inventory from a Pulumi stack's outputs.")
 _mount_optional("clusterforge.certify.cli", "certify_app", "certify", "Certify nodes against the plan.")
-_mount_optional("clusterforge.burnin.cli", "burnin_app", "burnin", "Burn-in runs with fleet outlier detection.")
+_mount_optional("clusterforge.burnin.cli", "burnin_app", "burnin", "Burn-in runs, fleet outlier detection.")
 _mount_optional("clusterforge.burnin.cli", "report_app", "report", "Reports of runs (burn-in HTML/JSON).")
 
 
