@@ -1,8 +1,9 @@
 """Certification against the session lab, provisioned once.
 
-Uses the lead's session fixture `provisioned_lab` when the suite has it; otherwise provisions the session
-lab by hand once (`clusterforge provision` flow: site.yml, drain → reboot → resume). Records, certificates
-and JSON reports go to a private folder; Slurm is the lab's.
+Uses the suite's session fixture `provisioned_lab` (one real `clusterforge provision` of the session lab);
+without it, provisions the session lab by hand once. `CLUSTERFORGE_LAB_SNAPSHOT=TAG` instead restores every
+node from a snapshot of a provisioned lab (`clusterforge lab snapshot NODE --tag TAG`), for quick reruns.
+Records, certificates and JSON reports go to a private folder; Slurm is the lab's.
 """
 
 from __future__ import annotations
@@ -95,11 +96,19 @@ def certify_lab(request: pytest.FixtureRequest, certify_env: Path) -> Iterator[C
     from clusterforge.run.pipeline import load_plan
 
     plan, inventory = load_plan(SPEC)  # writes inventory/generated/lab/ before the lab reads its plan
-    try:
-        lab = request.getfixturevalue("provisioned_lab")
-    except pytest.FixtureLookupError:
+    snapshot = os.environ.get("CLUSTERFORGE_LAB_SNAPSHOT")  # a provisioned state kept by `lab snapshot`
+    if snapshot:
         lab = request.getfixturevalue("lab")
-        _provision_by_hand(lab)
+        for n in plan.doc["nodes"]:
+            lab.restore(n["name"], snapshot, wait=False)
+        lab.wait_ssh([n["name"] for n in plan.doc["nodes"]], timeout=180)
+    else:
+        try:
+            provisioned = request.getfixturevalue("provisioned_lab")
+            lab = getattr(provisioned, "lab", provisioned)
+        except pytest.FixtureLookupError:
+            lab = request.getfixturevalue("lab")
+            _provision_by_hand(lab)
     assert getattr(lab, "cluster", plan.doc["cluster"]) == plan.doc["cluster"]
     LOCK.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK, "w") as held:
