@@ -76,7 +76,7 @@ REBOOT_AFTER = {"xid-79", "ecc-uncorrectable", "row-remap-pending"}
 
 def not_passing(doc: dict[str, Any], node: str) -> dict[str, str]:
     n = next(x for x in doc["nodes"] if x["node"] == node)
-    return {c["check_id"]: c["status"] for c in n["checks"] if c["status"] != "pass"}
+    return {c["check_id"]: c["status"] for c in n["checks"] if c["status"] in ("fail", "error")}
 
 
 def node_doc(doc: dict[str, Any], node: str) -> dict[str, Any]:
