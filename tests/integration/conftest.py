@@ -193,6 +193,10 @@ def provisioned_lab(
     doc = json.loads(lab_plan_path.read_text())
     inv = lab_plan_path.parent
     log = tmp_path_factory.mktemp("provision") / "provision.log"
+    # Start from pristine nodes, whatever earlier test modules did to them: a fresh lab, as in production.
+    for n in doc["nodes"]:
+        lab.reset(n["name"], wait=False)  # type: ignore[attr-defined]
+    lab.wait_ssh(timeout=120)  # type: ignore[attr-defined]
     with log.open("w") as fh:
         report = provision(doc, inv, Options(), pool_manager(doc), Console(file=fh, width=200))
     failed = {h.host: f"{h.failed_task}: {h.message}" for h in report.failed}
