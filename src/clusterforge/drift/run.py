@@ -8,7 +8,7 @@ from typing import Any
 from clusterforge.drift.ansible_diff import items_from_check_run
 from clusterforge.drift.model import DriftItem, DriftReport
 from clusterforge.run.ansible import run_playbook
-from clusterforge.run.provision import resolve_hosts
+from clusterforge.run.provision import plan_order, resolve_hosts
 from clusterforge.run.shard import forks_for, select
 
 
@@ -77,7 +77,7 @@ def drift(
     shard: str | None = None,
 ) -> DriftReport:
     planned = [n["name"] for n in plan_doc["nodes"]]
-    hosts = select(resolve_hosts(inventory, limit), shard)
+    hosts = select(plan_order(resolve_hosts(inventory, limit), plan_doc), shard)
     forks = forks or forks_for(len(hosts))
     report = DriftReport(plan_doc["cluster"], plan_doc["plan_hash"], hosts)
     missing = [n for n in select(planned, shard) if n not in hosts] if not limit else []

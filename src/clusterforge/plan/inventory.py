@@ -108,6 +108,8 @@ def all_vars(plan: Plan) -> dict[str, Any]:
                 ),
                 "nvidia_gpu_apt_repo": LAB_APT_REPO,
                 "nvidia_gpu_apt_repo_trusted": True,
+                "nvidia_gpu_apt_suite": "stable",
+                "nvidia_gpu_apt_components": ["main"],
             }
         )
     out.update(bios_vars.all_vars(d))

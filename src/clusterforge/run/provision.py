@@ -102,6 +102,12 @@ def resolve_hosts(inventory: Path, limit: str | None) -> list[str]:
     return [h.name for h in inv.get_hosts("all")]
 
 
+def plan_order(hosts: list[str], plan_doc: dict[str, Any]) -> list[str]:
+    """Hosts in the plan's order (pools, racks, SUs), so batches follow the physical layout."""
+    order = {n["name"]: i for i, n in enumerate(plan_doc["nodes"])}
+    return sorted(hosts, key=lambda h: (order.get(h, len(order)), h))
+
+
 def _merge(report: ProvisionReport, res: PlaybookResult) -> None:
     for name, h in res.hosts.items():
         rec = report.hosts.setdefault(name, HostRecord(name))
@@ -140,7 +146,7 @@ def provision(
     report = ProvisionReport(
         uuid.uuid4().hex[:12], plan_doc["cluster"], plan_doc["plan_hash"], opts.check, time.time()
     )
-    hosts = resolve_hosts(inventory, opts.limit)
+    hosts = plan_order(resolve_hosts(inventory, opts.limit), plan_doc)
     rollout = plan_doc["rollout"]
     groups = batches(hosts, rollout["serial"])
     failed_total = 0
