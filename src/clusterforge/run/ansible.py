@@ -132,6 +132,8 @@ def run_playbook(
 
     # The hosts file, not its folder: a folder would make Ansible parse plan.json, cables.csv... as
     # inventory sources. group_vars/ beside hosts.yml still load.
+    # Absolute: ansible-playbook runs inside the private_data_dir, where a relative path means nothing.
+    inventory = Path(inventory).resolve()
     inv_file = inventory / "hosts.yml" if inventory.is_dir() else inventory
     pdd = Path(tempfile.mkdtemp(prefix="clusterforge-run-"))
     hosts: dict[str, HostResult] = {}
@@ -141,7 +143,7 @@ def run_playbook(
     def host(name: str) -> HostResult:
         h = hosts.get(name)
         if h is None:
-            h = hosts[name] = HostResult(name, started=time.time())
+            h = hosts[name] = HostResult(name, started=t0)
         return h
 
     def handler(ev: dict[str, Any]) -> bool:

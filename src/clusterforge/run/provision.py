@@ -165,6 +165,14 @@ def provision(
                 on_event=progress.event,
             )
             _merge(report, res)
+            for h in batch:  # a host the run never reached (no inventory match, a crash) did not converge
+                if h not in res.hosts:
+                    report.hosts[h] = HostRecord(
+                        h,
+                        status="failed",
+                        failed_task="site.yml",
+                        message=f"not run (ansible-playbook rc {res.rc}, {res.status})",
+                    )
             if opts.diff and opts.check:
                 progress.diffs(res.tasks)
             good = [h for h in batch if report.hosts.get(h, HostRecord(h)).status in ("ok", "changed")]
