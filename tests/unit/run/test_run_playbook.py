@@ -1,0 +1,43 @@
+"""run_playbook through ansible-runner on a local host: a relative inventory path works, and a limit that
+matches no host is a failed run with no host results (never an empty success)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clusterforge.run.ansible import run_playbook
+
+
+@pytest.fixture
+def inventory(tmp_path: Path) -> Path:
+    inv = tmp_path / "inv"
+    (inv / "group_vars").mkdir(parents=True)
+    hosts = {
+        "all": {
+            "hosts": {"n1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}
+        }
+    }
+    (inv / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    (inv / "group_vars" / "all.yml").write_text("{}\n")
+    return inv
+
+
+def test_relative_inventory_reaches_the_host(inventory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(inventory.parent)
+    res = run_playbook(
+        "pending.yml",
+        Path("inv"),
+        limit="n1",
+        extravars={"clusterforge_pending_file": str(inventory / "none")},
+    )
+    assert res.rc == 0 and set(res.hosts) == {"n1"}
+    assert [(t.task, t.status) for t in res.tasks] == [("Read the pending-reboot record", "ok")]
+
+
+def test_limit_matching_no_host_is_a_failure(inventory: Path) -> None:
+    res = run_playbook("pending.yml", inventory, limit="nosuchhost")
+    assert res.rc != 0 and res.hosts == {}
