@@ -28,12 +28,15 @@ def batch_script(commands: list[str], timeout: int) -> str:
     """One shell script running every command under `timeout` into numbered files (few processes per
     command), then printing ``@@CF@@ rc i:rc ...``, one ``stat`` line per file (``path size``),
     ``@@CF@@ data`` and every file's bytes in the same order."""
-    lines = ["t=$(mktemp -d) || exit 90", 'cd "$t" || exit 90', "rcs=''"]
+    lines = ["t=$(mktemp -d) || exit 90", 'cd "$t" || exit 90', "rcs=''", "hung=' '"]
     for i, c in enumerate(commands):
-        lines.append(
+        tool = shlex.quote(c.split()[0] if c.split() else c)
+        run = (
             f"LC_ALL=C timeout -k 2 {int(timeout)} sh -c {shlex.quote(c)} >{i:05d}.o 2>{i:05d}.e </dev/null; "
-            f'rcs="$rcs {i}:$?"'
+            f'r=$?; case $r in 124|137) hung="$hung"{tool}" ";; esac'
         )
+        skip = f": >{i:05d}.o; : >{i:05d}.e; r={RC_SKIPPED_HUNG}"
+        lines.append(f'case "$hung" in *" "{tool}" "*) {skip};; *) {run};; esac; rcs="$rcs {i}:$r"')
     lines += [
         'echo "@@CF@@ rc$rcs"',
         "stat -c '%n %s' [0-9]*",

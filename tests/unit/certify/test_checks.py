@@ -229,3 +229,18 @@ def test_prefetch_failure_falls_back_to_single_commands(tmp_path: Any) -> None:
     assert p.prefetch(["echo a"]) == 0
     with pytest.raises(Unreachable):
         p.run("echo a")
+
+
+def test_a_tool_that_hangs_in_the_batch_is_skipped_there(probe: Probe, tmp_path: Any) -> None:
+    tool = tmp_path / "hangs"
+    tool.write_text("#!/bin/sh\nsleep 30\n")
+    tool.chmod(0o755)
+    probe.timeout = 1
+    start = time.monotonic()
+    probe.prefetch([f"{tool} -q", "echo between", f"{tool} topo -m", f"{tool} nvlink -s"])
+    assert time.monotonic() - start < 6  # one timeout, not three
+    assert probe.run("echo between") == "between\n"
+    with pytest.raises(CheckError, match="hung: no result within 1 s"):
+        probe.run(f"{tool} -q")
+    with pytest.raises(CheckError, match="hung earlier"):
+        probe.run(f"{tool} topo -m")
