@@ -163,3 +163,7 @@ def main() -> None:
             soft_wrap=True,
         )
         sys.exit(int(ExitCode.TOOL_FAILED))
+
+
+if __name__ == "__main__":
+    main()
