@@ -82,6 +82,15 @@ def one_process(doc: dict[str, Any], inv: Path, nodes: list[str]) -> float:
         ssh.close()
 
 
+def phases(path: Path) -> tuple[float, float, float]:
+    """(session start, first check start, session end) from a node's JSON-lines results."""
+    import json
+
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    checks = [r for r in recs if r["kind"] == "check"]
+    return recs[0]["time"], checks[0]["started"], recs[-1]["time"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--spec", type=Path, default=REPO / "inventory/clusters/lab.yaml")
@@ -113,15 +122,24 @@ def main() -> int:
     for name, values in timings.items():
         print(f"| validators only, {name} | {statistics.median(values):.1f} |")
     last = docs[-1]
-    print("\n| node | verdict | checks | seconds |\n|---|---|---|---|")
+    runs = Path(os.environ["CLUSTERFORGE_DB"]).parent / "certify" / last["run_id"]
+    print(
+        "\n| node | verdict | checks | seconds | ssh + pytest start + collection | prefetch batch | checks |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for n in last["nodes"]:
-        print(f"| {n['node']} | {n['verdict']} | {len(n['checks'])} | {n['seconds']:.1f} |")
+        start, first, end = phases(runs / f"{n['node']}.jsonl")
+        rest = n["seconds"] - (end - start)
+        print(
+            f"| {n['node']} | {n['verdict']} | {len(n['checks'])} | {n['seconds']:.1f} | {rest:.1f} | "
+            f"{first - start:.1f} | {end - first:.1f} |"
+        )
     per_check: dict[str, list[float]] = {}
     for n in last["nodes"]:
         for c in n["checks"]:
             per_check.setdefault(c["check_id"].split("[")[0], []).append(float(c["duration_s"]))
-    print("\n| check (all rails/nodes) | runs | mean ms | max ms |\n|---|---|---|---|")
-    for cid, vals in sorted(per_check.items(), key=lambda kv: -max(kv[1])):
+    print("\n| slowest checks (all rails/nodes) | runs | mean ms | max ms |\n|---|---|---|---|")
+    for cid, vals in sorted(per_check.items(), key=lambda kv: -max(kv[1]))[:10]:
         print(f"| `{cid}` | {len(vals)} | {1000 * statistics.mean(vals):.0f} | {1000 * max(vals):.0f} |")
     return 0
 
