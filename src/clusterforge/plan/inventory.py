@@ -96,6 +96,8 @@ def all_vars(plan: Plan) -> dict[str, Any]:
         "rdma_roce_tos": roce["tos"],
         "nccl_socket_ifname": "{{ clusterforge_mgmt_netdev }}",
         "nccl_net_gdr_level": "PXB",
+        "nccl_version": sw["nccl"],
+        "nccl_cuda_version": sw["cuda"],
     }
     if d["target"] == "lab":
         root = f"{LAB_ROOT}/{d['cluster']}"
