@@ -6,6 +6,7 @@ the host serves `<state>/apt/` with Python's http.server, bound to the managemen
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import logging
 import sys
@@ -35,7 +36,16 @@ class AptRepo:
             return None
         dest = self.root / "nvidia"
         dest.mkdir(parents=True, exist_ok=True)
-        return Path(mod.build_repo(dest))
+        # Rebuild only when the simulator's packages change: a rebuilt repository has new hashes (and key),
+        # so nodes that kept their package lists would meet "Hash Sum mismatch" as with a re-signed mirror.
+        src = Path(str(mod.__file__)).parent
+        digest = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(src.glob("*.py")))).hexdigest()
+        stamp = dest / ".built-from"
+        if stamp.exists() and stamp.read_text() == digest and (dest / "dists/stable/Release").exists():
+            return dest
+        built = Path(mod.build_repo(dest))
+        stamp.write_text(digest)
+        return built
 
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
