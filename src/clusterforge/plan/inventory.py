@@ -94,6 +94,7 @@ def all_vars(plan: Plan) -> dict[str, Any]:
         "rdma_roce_mtu": roce["mtu"],
         "rdma_roce_ecn": roce["ecn"],
         "rdma_roce_tos": roce["tos"],
+        "rdma_ipoib_addresses": True,
         "nccl_socket_ifname": "{{ clusterforge_mgmt_netdev }}",
         "nccl_net_gdr_level": "PXB",
         "nccl_version": sw["nccl"],

@@ -84,7 +84,7 @@ def runner_env(forks: int | None = None) -> dict[str, str]:
     venv_bin = str(Path(sys.executable).parent)
     env = {
         "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-        "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS),
+        "ANSIBLE_COLLECTIONS_PATH": f"{PLAYBOOKS / 'collections'}:{COLLECTIONS}",
         "ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles"),
         "ANSIBLE_HOST_KEY_CHECKING": "True",
         "ANSIBLE_PIPELINING": "True",
