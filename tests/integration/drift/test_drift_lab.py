@@ -19,7 +19,7 @@ pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[3]
 
 
-def cli(*args: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "clusterforge.cli", *args],
         cwd=REPO,
