@@ -84,7 +84,7 @@ def flow(value: dict[Any, Any] | list[Any]) -> str | None:
         return None
     if vtypes <= _JSON_SCALARS and ktypes == {str}:
         j = _dumps(value)  # JSON is a YAML flow collection; C speed
-        if "\\u" not in j:  # no non-ASCII or control characters that JSON escaped as \uXXXX
+        if "\\u" not in j:  # nothing JSON had to escape as a \u sequence (non-ASCII, control characters)
             return j
     if is_dict:
         return "{" + ", ".join(f"{scalar(k)}: {scalar(v)}" for k, v in value.items()) + "}"  # type: ignore[union-attr]
