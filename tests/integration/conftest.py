@@ -197,8 +197,6 @@ def provisioned_lab(
     for n in doc["nodes"]:
         lab.reset(n["name"], wait=True)  # type: ignore[attr-defined]
     lab.wait_ssh(timeout=120)  # type: ignore[attr-defined]
-    # SSH masters (ControlPersist) still held for the nodes' previous incarnations would break the first tasks
-    shutil.rmtree(Path.home() / ".ansible" / "cp", ignore_errors=True)
     with log.open("w") as fh:
         report = provision(doc, inv, Options(), pool_manager(doc), Console(file=fh, width=200))
     failed = {h.host: f"{h.failed_task}: {h.message}" for h in report.failed}

@@ -6,12 +6,14 @@ folder would leak e.g. `--check` into later runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +107,17 @@ def runner_env(forks: int | None = None) -> dict[str, str]:
     return env
 
 
+def lab_env(plan_doc: dict[str, Any]) -> dict[str, str]:
+    """The lab BMCs' account (CLUSTERFORGE_BMC_USER / _PASSWORD_FILE) for the bios role and validator when
+    `plan_doc` is a lab plan with BMCs and the user has set no BMC account; {} otherwise (see
+    `clusterforge.lab.bmc.client_env`)."""
+    if plan_doc.get("target") != "lab":
+        return {}
+    from clusterforge.lab.bmc import client_env
+
+    return client_env(plan_doc)
+
+
 def _message(res: dict[str, Any]) -> str:
     for key in ("msg", "stderr", "reason"):
         val = res.get(key)
@@ -126,8 +139,12 @@ def run_playbook(
     extravars: dict[str, Any] | None = None,
     on_event: EventHook | None = None,
     keep_artifacts: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> PlaybookResult:
-    """Run `playbooks/<playbook>` on `inventory` (a folder with hosts.yml and group_vars/)."""
+    """Run `playbooks/<playbook>` on `inventory` (a folder with hosts.yml and group_vars/).
+
+    `env` is added to the environment (e.g. `lab_env`: the lab BMCs' account); like the rest of the
+    environment it is never in the artifacts kept."""
     import ansible_runner  # heavy import, only when running
 
     # The hosts file, not its folder: a folder would make Ansible parse plan.json, cables.csv... as
@@ -136,6 +153,10 @@ def run_playbook(
     inventory = Path(inventory).resolve()
     inv_file = inventory / "hosts.yml" if inventory.is_dir() else inventory
     pdd = Path(tempfile.mkdtemp(prefix="clusterforge-run-"))
+    # SSH masters (ControlPersist) live for this run only: a master left from an earlier run to a node
+    # that was power-cycled since (no FIN reached it) would hang every task and read as "unreachable".
+    cp_dir = pdd / "cp"
+    cp_dir.mkdir()
     hosts: dict[str, HostResult] = {}
     tasks: list[TaskResult] = []
     t0 = time.time()
@@ -206,7 +227,7 @@ def run_playbook(
             cmdline=" ".join(cmdline) or None,
             forks=forks,
             extravars=extravars or {},
-            envvars=runner_env(forks),
+            envvars={**runner_env(forks), "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp_dir), **(env or {})},
             event_handler=handler,
             quiet=True,
             suppress_env_files=True,
@@ -235,5 +256,19 @@ def run_playbook(
                 dirs_exist_ok=True,
                 ignore=shutil.ignore_patterns("command", "env", "envvars"),
             )
+        close_masters(cp_dir)
         shutil.rmtree(pdd, ignore_errors=True)
     return result
+
+
+def close_masters(cp_dir: Path) -> None:
+    """End the run's SSH masters now rather than when ControlPersist runs out."""
+    socks = [p for p in cp_dir.iterdir() if p.is_socket()] if cp_dir.is_dir() else []
+    for sock in socks:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(
+                ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "clusterforge-run"],
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )

@@ -103,15 +103,12 @@ def reboot(cl: Any, nodes: list[str]) -> None:
 
 
 def test_fresh_lab_certifies_and_every_node_is_admitted(certify_lab: Any) -> None:
-    start = time.monotonic()
-    rc, doc = certify_lab.certify()
-    elapsed = time.monotonic() - start
+    rc, doc = certify_lab.certify()  # its wall time is a figure of bench/ (make bench), not asserted here
     bad = {n["node"]: not_passing(doc, n["node"]) for n in doc["nodes"] if n["verdict"] != "pass"}
     assert rc == 0 and not bad, f"not passing on a freshly provisioned lab: {bad}"
     states = certify_lab.pool().status(certify_lab.nodes)
     assert all(s.schedulable for s in states.values()), {n: (s.state, s.reason) for n, s in states.items()}
     assert all(doc["certificates"].get(n) for n in certify_lab.nodes)
-    assert elapsed < 60, f"quick tier took {elapsed:.1f} s end to end"
 
 
 def test_spec_change_elsewhere_leaves_a_certificate_valid(certify_lab: Any, tmp_path: Any) -> None:

@@ -45,6 +45,8 @@ def test_jumbo_ping_on_one_rail(lab: Any) -> None:
     rail = a.rails[-1].index
     ra, rb = a.rails[-1], next(r for r in b.rails if r.index == rail)
     addrs = {a.name: (ra.netdev, "192.168.250.1"), b.name: (rb.netdev, "192.168.250.2")}
+    # put back what was there (a provisioned node's rails run at its plan MTU, not the lab's 1500)
+    mtu0 = {n: lab.exec(n, ["cat", f"/sys/class/net/{d}/mtu"]).stdout.strip() for n, (d, _) in addrs.items()}
     try:
         for name, (dev, ip) in addrs.items():
             r = lab.exec(name, ["sh", "-c", f"ip link set {dev} mtu 9000 && ip addr add {ip}/24 dev {dev}"])
@@ -63,7 +65,7 @@ def test_jumbo_ping_on_one_rail(lab: Any) -> None:
             lab.set_rail_carrier(b.name, rail, True)
     finally:
         for name, (dev, ip) in addrs.items():
-            lab.exec(name, ["sh", "-c", f"ip addr del {ip}/24 dev {dev}; ip link set {dev} mtu 1500"])
+            lab.exec(name, ["sh", "-c", f"ip addr del {ip}/24 dev {dev}; ip link set {dev} mtu {mtu0[name]}"])
 
 
 def test_each_rail_bridge_holds_that_rail_of_its_fabric(lab: Any) -> None:

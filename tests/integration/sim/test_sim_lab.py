@@ -1,7 +1,7 @@
 """The simulator inside real lab nodes: kernel views at real paths, the simulated NVIDIA packages from the
 lab's apt repository, and every fault kind visible through the real command path (SSH) and cleared.
 
-The two nodes used get packages installed and are reset to the pristine image at the end of the module.
+The two nodes used are reset to the pristine image, get packages installed, and are reset again at the end.
 """
 
 from __future__ import annotations
@@ -101,6 +101,8 @@ def pair(lab: Any) -> Iterator[tuple[Node, Node]]:
         lab.repo.start()
     a, b = Node(lab, names[0]), Node(lab, names[1])
     for n in (a, b):
+        # pristine first: earlier modules may have left the node provisioned (its own NVIDIA apt source)
+        lab.reset(n.name)
         _prepare(lab, n)
     yield a, b
     for n in (a, b):

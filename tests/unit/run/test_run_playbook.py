@@ -41,3 +41,42 @@ def test_relative_inventory_reaches_the_host(inventory: Path, monkeypatch: pytes
 def test_limit_matching_no_host_is_a_failure(inventory: Path) -> None:
     res = run_playbook("pending.yml", inventory, limit="nosuchhost")
     assert res.rc != 0 and res.hosts == {}
+
+
+def test_ssh_masters_belong_to_one_run(inventory: Path, tmp_path: Path) -> None:
+    """Each run has its own ControlPath folder, gone afterwards: no run multiplexes over a master that an
+    earlier run left to a node which has been power-cycled since (that hangs until 'unreachable')."""
+    play = tmp_path / "cp.yml"
+    play.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "hosts": "all",
+                    "gather_facts": False,
+                    "tasks": [
+                        {
+                            "name": "control path folder",
+                            "ansible.builtin.debug": {
+                                "msg": "{{ lookup('env', 'ANSIBLE_SSH_CONTROL_PATH_DIR') }}"
+                            },
+                        }
+                    ],
+                }
+            ]
+        )
+    )
+    msgs: list[str] = []
+
+    def on_event(ev: dict[str, object]) -> None:
+        res = (ev.get("event_data") or {}).get("res", {})  # type: ignore[attr-defined]
+        if isinstance(res, dict) and res.get("msg"):
+            msgs.append(str(res["msg"]))
+
+    seen = []
+    for _ in range(2):
+        res = run_playbook(str(play), inventory, on_event=on_event)
+        assert res.rc == 0
+        folder = msgs[-1]
+        seen.append(folder)
+        assert folder.startswith(res.private_data_dir) and not Path(folder).exists()
+    assert seen[0] != seen[1]
