@@ -158,12 +158,14 @@ def render_ratios(rs: list[dict[str, Any]]) -> str:
 
 
 def bench_spec(base: dict[str, Any], nodes: int, cluster: str = "bench") -> dict[str, Any]:
-    """The lab spec resized to `nodes` (half RoCE, half InfiniBand), racks of 4 nodes, one rollout batch."""
+    """The lab spec resized to `nodes` (half RoCE, half InfiniBand), racks of 4 nodes, one rollout batch,
+    no BMCs (so site.yml skips the bios role: its Redfish calls are not in these figures)."""
     spec = json.loads(json.dumps(base))
     spec["metadata"]["name"] = cluster
     counts = [nodes - nodes // 2, nodes // 2]
     for pool, count in zip(spec["pools"], counts, strict=True):
         pool["count"] = count
+        pool.pop("nodes", None)  # per-node entries (the lab's BMCs) name the 4 lab nodes only: none here
     spec["site"]["racks"]["count"] = math.ceil(nodes / spec["site"]["racks"]["nodes_per_rack"])
     spec["rollout"]["serial"] = nodes
     return spec

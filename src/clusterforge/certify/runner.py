@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from clusterforge.certify.results import CheckResult, NodeResult, read_results
+from clusterforge.run.ansible import lab_env
 
 REPO = Path(__file__).resolve().parents[3]
 VALIDATORS = Path(os.environ.get("CLUSTERFORGE_VALIDATORS", REPO / "validators"))
@@ -189,13 +190,18 @@ def _emit(run: NodeRun, progress: Progress | None, seen: int) -> int:
 
 
 def run_node(
-    argv: list[str], run: NodeRun, progress: Progress | None = None, cancel: threading.Event | None = None
+    argv: list[str],
+    run: NodeRun,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    env: dict[str, str] | None = None,
 ) -> None:
-    """Run one node's validators until they end, the deadline passes, or the run is cancelled."""
+    """Run one node's validators until they end, the deadline passes, or the run is cancelled; `env` is
+    added to this process's environment (e.g. the lab BMCs' account for the bios validator)."""
     stop = threading.Event()
     watcher = threading.Thread(target=_watch, args=(run, progress, stop), daemon=True)
     watcher.start()
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1"}
     with run.results.with_suffix(".log").open("wb") as log:
         run.proc = subprocess.Popen(
             argv,
@@ -273,6 +279,7 @@ def certify_nodes(
     workdir = workdir or Path(tempfile.mkdtemp(prefix="cf-certify-"))
     workdir.mkdir(parents=True, exist_ok=True)
     ssh = ssh_setup(plan_doc, inventory, nodes)
+    env = lab_env(plan_doc)  # the bios validator (tier full) logs in to the lab BMCs with it
     out: dict[str, NodeResult] = {}
     lock = threading.Lock()
 
@@ -285,7 +292,7 @@ def certify_nodes(
             res = unreachable_result(node, why)
         else:
             run = NodeRun(node, workdir / f"{node}.jsonl", deadline_s or DEADLINE_S[tier])
-            run_node(pytest_argv(plan_path, ssh, node, tier, run.results), run, progress, cancel)
+            run_node(pytest_argv(plan_path, ssh, node, tier, run.results), run, progress, cancel, env)
             res = read_results(run.results, node)
             if run.killed:
                 res.complete, res.note = False, f"incomplete: {run.killed}"

@@ -7,13 +7,21 @@ from typing import Any
 
 from clusterforge.drift.ansible_diff import items_from_check_run
 from clusterforge.drift.model import DriftItem, DriftReport
-from clusterforge.run.ansible import run_playbook
+from clusterforge.run.ansible import lab_env, run_playbook
 from clusterforge.run.provision import plan_order, resolve_hosts
 from clusterforge.run.shard import forks_for, select
 
 
-def ansible_drift(report: DriftReport, inventory: Path, hosts: list[str], forks: int | None) -> None:
-    res = run_playbook("site.yml", inventory, limit=",".join(hosts), check=True, diff=True, forks=forks)
+def ansible_drift(
+    report: DriftReport,
+    inventory: Path,
+    hosts: list[str],
+    forks: int | None,
+    env: dict[str, str] | None = None,
+) -> None:
+    res = run_playbook(
+        "site.yml", inventory, limit=",".join(hosts), check=True, diff=True, forks=forks, env=env
+    )
     report.items += items_from_check_run(res)
     for h in hosts:
         hr = res.hosts.get(h)
@@ -83,7 +91,7 @@ def drift(
     missing = [n for n in select(planned, shard) if n not in hosts] if not limit else []
     for n in missing:
         report.items.append(DriftItem(n, "inventory", "node in the inventory", "missing", "inventory"))
-    ansible_drift(report, inventory, hosts, forks)
+    ansible_drift(report, inventory, hosts, forks, lab_env(plan_doc))  # bios role: the lab BMCs' account
     reachable = [h for h in hosts if h not in report.unreachable]
     if validators and reachable:
         validator_drift(report, plan_doc, inventory, reachable)

@@ -15,6 +15,7 @@ from typing import Any
 
 from clusterforge.errors import ClusterforgeError
 from clusterforge.lab import (
+    bmc,
     cgroups,
     cleanup,
     config,
@@ -109,7 +110,8 @@ class Lab:
                     )
 
     def infra_up(self) -> None:
-        """Image, bridges, SSH keys, Slurm controller, apt repository server."""
+        """Image, bridges, SSH keys, Slurm controller, apt repository server, one BMC per plan node with a
+        `bmc` (idempotent: what runs as configured is kept)."""
         self._prereqs()
         for other in self._others():
             if SlurmController(other).running()["slurmctld"] is not None:
@@ -120,9 +122,27 @@ class Lab:
         self.slurm.start(self.plan, os.cpu_count() or 1)
         self.repo.build()
         self.repo.start()
+        self._bmcs_up()
+
+    def _bmcs_up(self) -> None:
+        """The lab BMCs (clusterforge.lab.bmc): started for the plan's nodes with a `bmc`; none when the plan
+        gives none (BMCs left from an earlier plan are stopped)."""
+        if not any(n.raw.get("bmc") for n in self.plan.nodes):
+            bmc.stop_bmcs(self.root)
+            return
+        try:
+            urls = bmc.start_bmcs(self.plan.raw, self.root)
+        except RuntimeError as e:  # a port taken, the emulator failing to start: say which and why
+            raise LabError(str(e)) from e
+        log.info("lab %s: %d BMCs (%s ...)", self.cluster, len(urls), next(iter(urls.values()), ""))
+
+    def bmc_env(self) -> dict[str, str]:
+        """CLUSTERFORGE_BMC_USER / _PASSWORD_FILE of the lab BMCs ({} before they first ran)."""
+        return bmc.bmc_env(self.root)
 
     def infra_down(self) -> None:
-        """Stop the controller and the repository server; remove bridges when no lab node is left."""
+        """Stop the BMCs, the controller and the repository server; remove bridges when no node is left."""
+        bmc.stop_bmcs(self.root)
         self.slurm.stop()
         self.repo.stop()
         if not net.lab_netns():
@@ -337,6 +357,7 @@ class Lab:
                 **self.slurm.running(),
                 "apt_repo": self.repo.pid(),
                 "apt_repo_url": self.repo.url,
+                "bmcs": self._bmc_pids(),
             },
             "nodes": nodes,
             "known_hosts": str(self.known_hosts_path),
@@ -358,8 +379,13 @@ class Lab:
             "bridges": sorted(b for b in links if names.is_lab_bridge(b)) if not net.lab_netns() else [],
             "mounts": [m for m in cleanup._lab_mounts() if str(self.root) in m or m.endswith(tuple(netns))],
             "daemons": [f"{k}={v}" for k, v in self.slurm.running().items() if v]
-            + ([f"apt={self.repo.pid()}"] if self.repo.pid() else []),
+            + ([f"apt={self.repo.pid()}"] if self.repo.pid() else [])
+            + [f"bmc:{name}={pid}" for name, pid in self._bmc_pids().items() if pid],
         }
+
+    def _bmc_pids(self) -> dict[str, int | None]:
+        """{node: pid of its running BMC, or None} for every BMC this cluster's state root has a config of."""
+        return {name: st["pid"] for name, st in bmc.bmc_status(self.root).items()}
 
 
 def ssh_banner(ip: str, timeout: float = 0.5) -> bool:

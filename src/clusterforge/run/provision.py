@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from rich.console import Console
 
-from clusterforge.run.ansible import PlaybookResult, run_playbook
+from clusterforge.run.ansible import PlaybookResult, lab_env, run_playbook
 from clusterforge.run.batches import batches, over_fail_limit
 from clusterforge.run.progress import Progress
 from clusterforge.run.shard import forks_for
@@ -148,6 +148,7 @@ def provision(
     )
     hosts = plan_order(resolve_hosts(inventory, opts.limit), plan_doc)
     rollout = plan_doc["rollout"]
+    env = lab_env(plan_doc)  # the lab BMCs' account for the bios role (a path, never the password)
     groups = batches(hosts, rollout["serial"])
     failed_total = 0
     progress = Progress(console, hosts)
@@ -163,6 +164,7 @@ def provision(
                 diff=opts.diff,
                 forks=opts.forks or forks_for(len(batch)),
                 on_event=progress.event,
+                env=env,
             )
             _merge(report, res)
             for h in batch:  # a host the run never reached (no inventory match, a crash) did not converge
@@ -177,7 +179,7 @@ def provision(
                 progress.diffs(res.tasks)
             good = [h for h in batch if report.hosts.get(h, HostRecord(h)).status in ("ok", "changed")]
             if not opts.check and good:
-                _reboot_pending(report, inventory, good, opts, pool, progress)
+                _reboot_pending(report, inventory, good, opts, pool, progress, env)
             failed_total += sum(
                 1 for h in batch if report.hosts.get(h, HostRecord(h)).status in ("failed", "unreachable")
             )
@@ -200,6 +202,7 @@ def _reboot_pending(
     opts: Options,
     pool: Pool | None,
     progress: Progress,
+    env: dict[str, str] | None = None,
 ) -> None:
     pending = pending_reboots(inventory, hosts)
     for h, reasons in pending.items():
@@ -250,7 +253,9 @@ def _reboot_pending(
         report.hosts[h].rebooted = True
     # check: converge again after boot (runtime settings, boot-time units); nothing may fail and
     # nothing may still be pending before the node goes back into the pool.
-    res = run_playbook("site.yml", inventory, limit=",".join(back), forks=opts.forks, on_event=progress.event)
+    res = run_playbook(
+        "site.yml", inventory, limit=",".join(back), forks=opts.forks, on_event=progress.event, env=env
+    )
     still = pending_reboots(inventory, back)
     for h in back:
         hr = res.hosts.get(h)

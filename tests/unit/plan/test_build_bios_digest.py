@@ -6,11 +6,7 @@ from clusterforge.plan import build_plan
 from clusterforge.spec import load_spec_text
 
 LAB = (Path(__file__).resolve().parents[3] / "inventory" / "clusters" / "lab.yaml").read_text()
-WITH_BMC = LAB.replace(
-    '    naming: "ib-{index:02d}"\n    fabric: ib0\n',
-    '    naming: "ib-{index:02d}"\n    fabric: ib0\n    nodes:\n'
-    '      - {name: ib-01, bmc: {address: "127.0.0.1:8443", vendor: VENDOR}}\n',
-)
+IB01 = '      - {name: ib-01, bmc: {address: "127.0.0.1:8443", vendor: generic}}\n'  # the lab spec's entry
 
 
 def _digests(text: str) -> dict[str, str]:
@@ -18,9 +14,11 @@ def _digests(text: str) -> dict[str, str]:
 
 
 def test_bios_vendor_map_changes_only_that_nodes_digest():
-    plain = _digests(LAB)
-    dell = _digests(WITH_BMC.replace("VENDOR", "dell"))
-    hpe = _digests(WITH_BMC.replace("VENDOR", "hpe"))
-    assert dell["ib-01"] != plain["ib-01"] and dell["ib-01"] != hpe["ib-01"]
+    assert LAB.count(IB01) == 1
+    generic = _digests(LAB)
+    dell = _digests(LAB.replace(IB01, IB01.replace("generic", "dell")))
+    hpe = _digests(LAB.replace(IB01, IB01.replace("generic", "hpe")))
+    no_bmc = _digests(LAB.replace(IB01, "      - {name: ib-01}\n"))
+    assert len({generic["ib-01"], dell["ib-01"], hpe["ib-01"], no_bmc["ib-01"]}) == 4
     for other in ("ib-02", "roce-01", "roce-02"):
-        assert dell[other] == plain[other] == hpe[other]
+        assert dell[other] == generic[other] == hpe[other] == no_bmc[other]

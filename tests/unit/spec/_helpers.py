@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,18 @@ from clusterforge.spec import load_spec_text
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTERS = ROOT / "inventory" / "clusters"
-LAB = (CLUSTERS / "lab.yaml").read_text(encoding="utf-8")
+LAB_SPEC = (CLUSTERS / "lab.yaml").read_text(encoding="utf-8")
 FILE = "clusters/test.yaml"
+
+
+def without_node_entries(text: str) -> str:
+    """The spec text without its pools' `nodes:` lists and the comment above them: the lab spec gives every
+    node a BMC there; the tests that edit it as text add the per-node entries they are about themselves."""
+    text = re.sub(r"(?m)^    # .*\n(?=(?:    # .*\n)*    nodes:\n)", "", text)
+    return re.sub(r"(?m)^    nodes:\n(?:      .*\n)+", "", text)
+
+
+LAB = without_node_entries(LAB_SPEC)  # the lab spec less its BMC entries: the base the error tests edit
 
 
 def edit(text: str, old: str, new: str) -> str:

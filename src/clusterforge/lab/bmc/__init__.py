@@ -3,6 +3,7 @@
     urls = start_bmcs(plan_doc, state_dir)   # {node: "https://127.0.0.1:8441", ...}; idempotent
     stop_bmcs(state_dir)                      # ends them; BIOS state (NVRAM) stays for the next start
     bmc_env(state_dir)                        # CLUSTERFORGE_BMC_USER / _PASSWORD_FILE for Ansible, validators
+    client_env(plan_doc)                      # the same for a lab plan, unless the user set an account
 
 `state_dir` is the lab's state root (`/var/lib/clusterforge/lab/<cluster>`); everything goes to
 `<state_dir>/bmc/` (see `secrets` for the TLS and account files, `<node>/` for each emulator's config,
@@ -23,6 +24,7 @@ import ssl
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -30,13 +32,15 @@ from typing import Any
 
 import yaml
 
-from clusterforge.lab import procs
+from clusterforge.lab import config, procs
 from clusterforge.lab.bmc.secrets import credentials_env, ensure_account, ensure_tls
 
 log = logging.getLogger(__name__)
 BASE_PORT = 8441
 LISTEN_DEFAULT = "127.0.0.1"
 MODULE = "clusterforge.lab.bmc.emulator"
+# The BMC account as the bios role and validator read it: a user who sets any of these brings their own.
+ACCOUNT_VARS = ("CLUSTERFORGE_BMC_USER", "CLUSTERFORGE_BMC_PASSWORD", "CLUSTERFORGE_BMC_PASSWORD_FILE")
 
 
 @dataclass(frozen=True)
@@ -81,8 +85,16 @@ def plan_bmcs(plan_doc: dict[str, Any]) -> list[LabBmc]:
 def _config(b: LabBmc, folder: Path, state_dir: Path, hooks: bool) -> str:
     d = folder / b.node
     defaults = {k: v.get("default") for k, v in registry().items()}
-    system = {"uuid": b.uuid, "name": b.node, "power_state": "On", "external_notifier": False,
-              "nics": [], "bios_current": defaults, "bios_pending": {}, "bios_pending_since": None}
+    system = {
+        "uuid": b.uuid,
+        "name": b.node,
+        "power_state": "On",
+        "external_notifier": False,
+        "nics": [],
+        "bios_current": defaults,
+        "bios_pending": {},
+        "bios_pending_since": None,
+    }
     hook = [sys.executable, "-m", "clusterforge.lab.bmc.hooks", str(folder / "plan.json"), b.node]
     values: dict[str, Any] = {
         "SUSHY_EMULATOR_LISTEN_IP": b.host,
@@ -117,15 +129,18 @@ def _running(d: Path) -> int | None:
 def _answers(b: LabBmc, ca: Path, timeout: float = 0.5) -> bool:
     ctx = ssl.create_default_context(cafile=str(ca))
     try:
-        with socket.create_connection((b.host, b.port), timeout=timeout) as s, \
-                ctx.wrap_socket(s, server_hostname=b.host):
+        with (
+            socket.create_connection((b.host, b.port), timeout=timeout) as s,
+            ctx.wrap_socket(s, server_hostname=b.host),
+        ):
             return True
     except OSError:
         return False
 
 
-def start_bmcs(plan_doc: dict[str, Any], state_dir: Path, *, hooks: bool = True,
-               timeout: float = 60.0) -> dict[str, str]:
+def start_bmcs(
+    plan_doc: dict[str, Any], state_dir: Path, *, hooks: bool = True, timeout: float = 60.0
+) -> dict[str, str]:
     """Start (or keep) the BMC of every plan node that has one; returns {node: https URL} once each answers
     TLS. BMCs of nodes the plan no longer gives one are stopped.
 
@@ -147,8 +162,9 @@ def start_bmcs(plan_doc: dict[str, Any], state_dir: Path, *, hooks: bool = True,
             continue
         procs.stop_pid(pid)
         cfg.write_text(text)
-        procs.spawn_daemon([sys.executable, "-m", MODULE, str(cfg)], d / "emulator.pid", d / "emulator.log",
-                           env=env)
+        procs.spawn_daemon(
+            [sys.executable, "-m", MODULE, str(cfg)], d / "emulator.pid", d / "emulator.log", env=env
+        )
     deadline = time.monotonic() + timeout
     for b in bmcs:
         while not _answers(b, ca):
@@ -186,4 +202,30 @@ def bmc_env(state_dir: Path) -> dict[str, str]:
     return credentials_env(Path(state_dir) / "bmc")
 
 
-__all__ = ["LabBmc", "bmc_env", "bmc_status", "default_address", "plan_bmcs", "start_bmcs", "stop_bmcs"]
+def client_env(
+    plan_doc: dict[str, Any], environ: Mapping[str, str] | None = None, state_base: Path | None = None
+) -> dict[str, str]:
+    """What Ansible and the validators need on top of `environ` (default os.environ) to log in to the lab
+    BMCs of `plan_doc`: `bmc_env` of the lab's state root (`<state_base>/<cluster>`), for a plan with target
+    `lab` and a node with a `bmc`. Empty for any other plan, before the BMCs first ran, and when `environ`
+    already sets any of ACCOUNT_VARS (the user's account is never mixed with or replaced by the lab's).
+    The CA needs nothing here: the lab inventory's `bios_ca_path` names the lab BMCs' `ca.pem`."""
+    if plan_doc.get("target") != "lab" or not any(n.get("bmc") for n in plan_doc.get("nodes") or []):
+        return {}
+    env = os.environ if environ is None else environ
+    if any(env.get(k) for k in ACCOUNT_VARS):
+        return {}
+    return bmc_env((state_base or config.STATE_BASE) / str(plan_doc["cluster"]))
+
+
+__all__ = [
+    "ACCOUNT_VARS",
+    "LabBmc",
+    "bmc_env",
+    "bmc_status",
+    "client_env",
+    "default_address",
+    "plan_bmcs",
+    "start_bmcs",
+    "stop_bmcs",
+]
