@@ -9,11 +9,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -216,22 +218,24 @@ def run_playbook(
     if diff:
         cmdline.append("--diff")
     try:
-        r = ansible_runner.run(
-            private_data_dir=str(pdd),
-            project_dir=str(PLAYBOOKS),
-            playbook=playbook,
-            inventory=str(inv_file),
-            limit=limit,
-            tags=tags,
-            skip_tags=skip_tags,
-            cmdline=" ".join(cmdline) or None,
-            forks=forks,
-            extravars=extravars or {},
-            envvars={**runner_env(forks), "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp_dir), **(env or {})},
-            event_handler=handler,
-            quiet=True,
-            suppress_env_files=True,
-        )
+        with _cancel_on_signal() as cancelled:
+            r = ansible_runner.run(
+                private_data_dir=str(pdd),
+                project_dir=str(PLAYBOOKS),
+                playbook=playbook,
+                inventory=str(inv_file),
+                limit=limit,
+                tags=tags,
+                skip_tags=skip_tags,
+                cmdline=" ".join(cmdline) or None,
+                forks=forks,
+                extravars=extravars or {},
+                envvars={**runner_env(forks), "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp_dir), **(env or {})},
+                event_handler=handler,
+                quiet=True,
+                suppress_env_files=True,
+                cancel_callback=cancelled,
+            )
         stats = r.stats or {}
         for key, attr in (
             ("ok", "ok"),
@@ -259,6 +263,32 @@ def run_playbook(
         close_masters(cp_dir)
         shutil.rmtree(pdd, ignore_errors=True)
     return result
+
+
+@contextlib.contextmanager
+def _cancel_on_signal() -> Iterator[Callable[[], bool]]:
+    """A cancel callback for ansible-runner, with SIGTERM/SIGINT caught only while the run lasts.
+
+    Left to itself, ansible-runner replaces both handlers for the rest of the process, so a later Ctrl-C or
+    a CI job's SIGTERM would be swallowed, and a cancelled run would read as a run that just failed, letting
+    the caller go on to the next batch. Here the previous handlers come back when the run ends, and a signal
+    received during the run cancels it and is raised as KeyboardInterrupt (as `certify` does)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False  # signals reach the main thread only; it decides
+        return
+    got: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        got.append(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield lambda: bool(got)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    if got:
+        raise KeyboardInterrupt(f"signal {got[0]}: the playbook run was cancelled")
 
 
 def close_masters(cp_dir: Path) -> None:

@@ -3,7 +3,11 @@ matches no host is a failed run with no host results (never an empty success).""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -80,3 +84,32 @@ def test_ssh_masters_belong_to_one_run(inventory: Path, tmp_path: Path) -> None:
         seen.append(folder)
         assert folder.startswith(res.private_data_dir) and not Path(folder).exists()
     assert seen[0] != seen[1]
+
+
+def test_a_signal_cancels_the_run_and_is_raised_then_handlers_come_back(
+    inventory: Path, tmp_path: Path
+) -> None:
+    """SIGTERM during a run (a CI job cancelled) stops the playbook and reaches the caller as an interrupt,
+    so no next batch starts; afterwards the process's own handlers are in place again (ansible-runner
+    alone would keep its handler and swallow every later Ctrl-C)."""
+    play = tmp_path / "slow.yml"
+    play.write_text(
+        yaml.safe_dump(
+            [{"hosts": "all", "gather_facts": False, "tasks": [{"ansible.builtin.command": "sleep 60"}]}]
+        )
+    )
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        timer = threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGTERM))
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt, match="signal 15"):
+            run_playbook(str(play), inventory)
+        assert time.monotonic() - t0 < 45  # cancelled, not run to the end of `sleep 60`
+        assert seen == []  # the signal went to the run, not to the handler outside it
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)
+        assert seen == [signal.SIGTERM]  # ... which is back now
+    finally:
+        signal.signal(signal.SIGTERM, previous)
