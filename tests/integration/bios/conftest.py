@@ -1,9 +1,9 @@
-"""Fixtures of tests/integration/bios (see bios_rig.py): the BMC rig for the session, fresh BMCs per test."""
+"""Fixtures of tests/integration/bios (see bios_rig.py): the BMC rig for the session (its account
+in the environment for this folder's tests only), fresh BMCs per test."""
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -24,8 +24,10 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     for pool in spec["pools"]:
         pool.pop("nodes", None)
         if pool["name"] == "roce":
-            pool["nodes"] = [{"name": n, "bmc": {"address": f"127.0.0.1:{free_port()}", "vendor": "generic"}}
-                             for n in BMC_NODES]
+            pool["nodes"] = [
+                {"name": n, "bmc": {"address": f"127.0.0.1:{free_port()}", "vendor": "generic"}}
+                for n in BMC_NODES
+            ]
     plan = build_plan(load_spec_text(yaml.safe_dump(spec), "lab-with-bmcs.yaml"))
     inventory = write_outputs(plan, tmp / "inventory", svg=False)
     all_yml = inventory / "group_vars" / "all.yml"
@@ -34,20 +36,20 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     (tmp / "nodes").mkdir()
     state = tmp / "state"
     urls = start_bmcs(plan.doc, state, hooks=False)
-    env = bmc_env(state)  # user + password *file*: Ansible and the validator read the file
-    saved = {k: os.environ.get(k) for k in [*env, "CLUSTERFORGE_BMC_PASSWORD"]}
-    os.environ.pop("CLUSTERFORGE_BMC_PASSWORD", None)
-    os.environ.update(env)
     creds = json.loads((state / "bmc" / "credentials.json").read_text())
     try:
         yield Rig(tmp, inventory, plan.doc, urls, state / "bmc" / "ca.pem", creds)
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         stop_bmcs(state)
+
+
+@pytest.fixture(autouse=True)
+def rig_account(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rig's BMC account in the environment for each test of this folder only (a session-wide one would
+    reach the lab tests, whose own lab BMCs have another account)."""
+    monkeypatch.delenv("CLUSTERFORGE_BMC_PASSWORD", raising=False)
+    for k, v in bmc_env(rig.tmp / "state").items():  # user + password *file*: Ansible and the validator
+        monkeypatch.setenv(k, v)
 
 
 @pytest.fixture
