@@ -65,7 +65,18 @@ def spawn_daemon(
         raise RuntimeError(f"{argv[0]} did not start (see {logfile})")
     pid = read_pid(pidfile)
     assert pid is not None
+    # the pidfile is written by the wrapper shell just before it execs argv: wait for the exec, so that
+    # callers checking the command name (`live_pid(pidfile, comm)`) never see the shell
+    wait_until(lambda: _argv0(pid) in (argv[0], None), timeout)
     return pid
+
+
+def _argv0(pid: int) -> str | None:
+    """The first word of the process's command line; None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
+    except OSError:
+        return None
 
 
 def wait_until(pred: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
