@@ -66,7 +66,8 @@ test-unit: venv ## Unit tests only (no lab)
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 lint: venv collections ## ruff, mypy, ansible-lint (production profile, offline)
-	$(BIN)/ruff check src tests stacks bench
+	$(BIN)/ruff check src tests stacks bench validators
+	$(BIN)/ruff format --check src tests stacks bench validators
 	$(BIN)/mypy
 	cd playbooks && ../$(BIN)/ansible-lint --offline --profile production
 

@@ -65,8 +65,10 @@ class VendorMap(_Strict):
     def _complete(self) -> VendorMap:
         if set(self.settings) != set(SETTINGS):
             missing, extra = set(SETTINGS) - set(self.settings), set(self.settings) - set(SETTINGS)
-            raise ValueError(f"settings must be exactly {list(SETTINGS)} (missing {sorted(missing)}, "
-                             f"unknown {sorted(extra)})")
+            raise ValueError(
+                f"settings must be exactly {list(SETTINGS)} (missing {sorted(missing)}, "
+                f"unknown {sorted(extra)})"
+            )
         return self
 
 
@@ -143,7 +145,7 @@ def match_name(wanted: str, available: list[str] | set[str] | dict[str, Any], mo
         return [wanted]
     if mode != "prefix":
         return []
-    return sorted(n for n in names if n.startswith(wanted) and _SUFFIX.match(n[len(wanted):]))
+    return sorted(n for n in names if n.startswith(wanted) and _SUFFIX.match(n[len(wanted) :]))
 
 
 @dataclass(frozen=True)
@@ -163,8 +165,9 @@ class Finding:
         return f"{self.name}: expected {self.expected!r}, found {self.found!r}{gov}"
 
 
-def compare(expected: list[Expected], attributes: dict[str, Any], mode: str,
-            extra: dict[str, Scalar] | None = None) -> list[Finding]:
+def compare(
+    expected: list[Expected], attributes: dict[str, Any], mode: str, extra: dict[str, Scalar] | None = None
+) -> list[Finding]:
     """Every expected attribute that the BMC's current `attributes` do not show, in map order."""
     wanted = [(e.name, e.value, e.governed_by or "") for e in expected]
     wanted += [(k, v, "") for k, v in (extra or {}).items()]

@@ -61,8 +61,13 @@ class Rig:
         }
         # hosts.yml, not the folder: Ansible would read plan.json, cables.csv and bom.csv beside it as
         # inventory sources too (hundreds of bogus hosts); group_vars/ beside hosts.yml still apply.
-        return run_playbook("bios.yml", self.inventory / "hosts.yml", check=check,
-                            extravars=base | extravars, keep_artifacts=keep)
+        return run_playbook(
+            "bios.yml",
+            self.inventory / "hosts.yml",
+            check=check,
+            extravars=base | extravars,
+            keep_artifacts=keep,
+        )
 
     def get(self, node: str, path: str) -> Any:
         r = requests.get(self.urls[node] + path, auth=self.auth, verify=str(self.ca), timeout=10)

@@ -25,7 +25,11 @@ def test_check_mode_reads_and_changes_nothing(fresh: Rig) -> None:
     res = fresh.run(check=True)
     assert res.rc == 0, res.tasks
     assert {h: r.status for h, r in res.hosts.items()} == {
-        "roce-01": "changed", "roce-02": "changed", "ib-01": "ok", "ib-02": "ok"}
+        "roce-01": "changed",
+        "roce-02": "changed",
+        "ib-01": "ok",
+        "ib-02": "ok",
+    }
     would = [t for t in res.tasks if t.task == "Report what a run would stage" and t.status == "changed"]
     assert len(would) == 2
     assert {n: fresh.bios(n) for n in BMC_NODES} == before
@@ -107,9 +111,7 @@ def test_unreachable_bmc_fails_clearly_and_changes_nothing(fresh: Rig) -> None:
     _untouched(fresh)
 
 
-def test_bad_credentials_fail_clearly_and_change_nothing(
-    fresh: Rig, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_bad_credentials_fail_clearly_and_change_nothing(fresh: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLUSTERFORGE_BMC_PASSWORD", "not-the-password")
     res = fresh.run()
     msg = _failed(res, "roce-01")
@@ -152,7 +154,11 @@ def test_no_secret_in_output_or_artifacts(
     password = fresh.creds["password"]
     wrong = "wrong-Pa55word-zz9"
     runs: list[tuple[dict[str, Any], str | None, int]] = [
-        ({}, None, 0), ({"bios_reset": "graceful"}, None, 0), ({}, password, 0), ({}, wrong, 2)]
+        ({}, None, 0),
+        ({"bios_reset": "graceful"}, None, 0),
+        ({}, password, 0),
+        ({}, wrong, 2),
+    ]
     for i, (extra, env_pw, rc) in enumerate(runs):
         if env_pw is None:
             monkeypatch.delenv("CLUSTERFORGE_BMC_PASSWORD", raising=False)

@@ -16,9 +16,23 @@ from bios_rig import BMC_NODES, REPO, Rig
 def certify(rig: Rig, out: Path, **env: str) -> dict[str, dict[str, Any]]:
     results = out / "results.jsonl"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "validators/test_bios.py", "-m", "full", "-q",
-         "--plan", str(rig.inventory / "plan.json"), "--cf-results", str(results)],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "validators/test_bios.py",
+            "-m",
+            "full",
+            "-q",
+            "--plan",
+            str(rig.inventory / "plan.json"),
+            "--cf-results",
+            str(results),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "CLUSTERFORGE_BMC_CA": str(rig.ca), **env},
     )
     lines = [json.loads(ln) for ln in results.read_text().splitlines()] if results.exists() else []
@@ -30,7 +44,11 @@ def certify(rig: Rig, out: Path, **env: str) -> dict[str, dict[str, Any]]:
 def test_mismatch_names_attribute_expected_and_found_then_passes(fresh: Rig, tmp_path: Path) -> None:
     got = certify(fresh, tmp_path / "a")
     assert {n: r["verdict"] for n, r in got.items()} == {
-        "roce-01": "fail", "roce-02": "fail", "ib-01": "skip", "ib-02": "skip"}
+        "roce-01": "fail",
+        "roce-02": "fail",
+        "ib-01": "skip",
+        "ib-02": "skip",
+    }
     r = got["roce-01"]
     assert "PcieAts=Enabled" in r["expected"] and "PcieAts=Disabled" in r["found"]
     assert "PowerProfile=MaximumPerformance" in r["expected"] and "PowerProfile=Balanced" in r["found"]

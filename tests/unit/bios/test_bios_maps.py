@@ -25,8 +25,9 @@ def test_every_vendor_has_a_complete_sourced_map() -> None:
 
 
 def test_a_map_without_sources_is_rejected() -> None:
-    doc = yaml.safe_load((resources.files("clusterforge.spec") / "catalog" / "bios" / "dell.yaml")
-                         .read_text())
+    doc = yaml.safe_load(
+        (resources.files("clusterforge.spec") / "catalog" / "bios" / "dell.yaml").read_text()
+    )
     doc["settings"]["sriov_on"]["source"] = ""
     with pytest.raises(ValidationError, match="source"):
         bios.VendorMap.model_validate(doc)
@@ -67,8 +68,12 @@ def test_unknown_vendor_is_an_error() -> None:
         ("SysProfile", ["SysProfile_00AB"], "exact", []),
         ("SR_IOVSupport", ["SR_IOVSupport_002B", "SR_IOVSupportX"], "prefix", ["SR_IOVSupport_002B"]),
         ("CPUC6Report", ["CPUC6Report#0840"], "prefix", ["CPUC6Report#0840"]),
-        ("PackageCState", ["PackageCState#0843", "PackageCState_0099"], "prefix",
-         ["PackageCState#0843", "PackageCState_0099"]),
+        (
+            "PackageCState",
+            ["PackageCState#0843", "PackageCState_0099"],
+            "prefix",
+            ["PackageCState#0843", "PackageCState_0099"],
+        ),
         ("CPUC6", ["CPUC6Report#0840"], "prefix", []),
     ],
 )
@@ -78,12 +83,16 @@ def test_match_name(wanted: str, names: list[str], mode: str, hits: list[str]) -
 
 def test_compare_names_attribute_expected_and_found() -> None:
     exp = bios.resolve("dell", {"acs_disable": True})
-    current = {"SysProfile": "PerfPerWattOptimizedDapc", "ProcCStates": "Enabled",
-               "SriovGlobalEnable": "Enabled"}
+    current = {
+        "SysProfile": "PerfPerWattOptimizedDapc",
+        "ProcCStates": "Enabled",
+        "SriovGlobalEnable": "Enabled",
+    }
     found = {f.name: f for f in bios.compare(exp, current, "exact", {"Bogus": "On"})}
     assert set(found) == {"SysProfile", "ProcCStates", "Bogus"}
     assert str(found["SysProfile"]) == (
-        "SysProfile: expected 'PerfOptimized', found 'PerfPerWattOptimizedDapc'")
+        "SysProfile: expected 'PerfOptimized', found 'PerfPerWattOptimizedDapc'"
+    )
     assert "governed by SysProfile" in str(found["ProcCStates"])
     assert found["Bogus"].problem == "unknown"
     ok = {"SysProfile": "PerfOptimized", "ProcCStates": "Disabled", "SriovGlobalEnable": "Enabled"}
@@ -96,8 +105,12 @@ def test_same_compares_values_not_encodings() -> None:
 
 
 def test_bios_vars_renders_the_maps_and_the_lab_ca() -> None:
-    doc = {"cluster": "lab", "target": "lab", "tuning": {"acs_disable": True},
-           "nodes": [{"name": "a", "bmc": {"address": "127.0.0.1:8441", "vendor": "generic"}}, {"name": "b"}]}
+    doc = {
+        "cluster": "lab",
+        "target": "lab",
+        "tuning": {"acs_disable": True},
+        "nodes": [{"name": "a", "bmc": {"address": "127.0.0.1:8441", "vendor": "generic"}}, {"name": "b"}],
+    }
     out = bios_vars.all_vars(doc)
     assert list(out["bios_vendor_maps"]) == ["generic"]
     assert out["bios_vendor_maps"]["generic"]["set"]["PcieAcs"] == "Disabled"

@@ -24,15 +24,25 @@ def _load() -> ModuleType:
 
 F = _load()
 GENERIC = bios.inventory_map("generic", {"acs_disable": True})
-FACTORY = {"ProcessorCStates": "Enabled", "PowerProfile": "Balanced", "SriovEnable": "Disabled",
-           "PcieAts": "Disabled", "PcieAcs": "Enabled", "NumaNodesPerSocket": 1}
+FACTORY = {
+    "ProcessorCStates": "Enabled",
+    "PowerProfile": "Balanced",
+    "SriovEnable": "Disabled",
+    "PcieAts": "Disabled",
+    "PcieAcs": "Enabled",
+    "NumaNodesPerSocket": 1,
+}
 
 
 @pytest.mark.parametrize("mode", ["exact", "prefix"])
 @pytest.mark.parametrize(
     ("wanted", "names"),
-    [("SysProfile", ["SysProfile", "SysProfile_01"]), ("SR_IOVSupport", ["SR_IOVSupport_002B"]),
-     ("X", ["X#0a", "X_0B", "Xy"]), ("CPUC6Report", ["CPUC6Report#0840", "CPUC6Report#zz"])],
+    [
+        ("SysProfile", ["SysProfile", "SysProfile_01"]),
+        ("SR_IOVSupport", ["SR_IOVSupport_002B"]),
+        ("X", ["X#0a", "X_0B", "Xy"]),
+        ("CPUC6Report", ["CPUC6Report#0840", "CPUC6Report#zz"]),
+    ],
 )
 def test_role_and_package_match_names_alike(wanted: str, names: list[str], mode: str) -> None:
     assert F.match_name(wanted, names, mode) == bios.match_name(wanted, names, mode)
@@ -46,8 +56,13 @@ def test_role_and_package_compare_values_alike(a: Any, b: Any) -> None:
 def test_fresh_bmc_stages_everything() -> None:
     p = F.bios_plan(FACTORY, dict(FACTORY), GENERIC)
     assert p["unknown"] == [] and p["pending"] == {} and p["reason"] == ""
-    assert p["to_set"] == {"ProcessorCStates": "Disabled", "PowerProfile": "MaximumPerformance",
-                           "SriovEnable": "Enabled", "PcieAts": "Enabled", "PcieAcs": "Disabled"}
+    assert p["to_set"] == {
+        "ProcessorCStates": "Disabled",
+        "PowerProfile": "MaximumPerformance",
+        "SriovEnable": "Enabled",
+        "PcieAts": "Enabled",
+        "PcieAcs": "Disabled",
+    }
 
 
 @pytest.mark.parametrize("full_copy", [True, False], ids=["full-settings-copy", "only-staged-values"])
@@ -83,8 +98,11 @@ def test_values_staged_by_someone_else_are_reported() -> None:
 
 def test_checked_attributes_are_never_written() -> None:
     dell = bios.inventory_map("dell", {"acs_disable": True})
-    current = {"SysProfile": "PerfPerWattOptimizedDapc", "ProcCStates": "Enabled",
-               "SriovGlobalEnable": "Enabled"}
+    current = {
+        "SysProfile": "PerfPerWattOptimizedDapc",
+        "ProcCStates": "Enabled",
+        "SriovGlobalEnable": "Enabled",
+    }
     p = F.bios_plan(current, {}, dell)
     assert p["to_set"] == {"SysProfile": "PerfOptimized"}
     assert p["wrong_check"] == {"ProcCStates": {"expected": "Disabled", "found": "Enabled"}}

@@ -20,11 +20,21 @@ UUID = "5d7e0e0a-2c46-5f3b-9d0e-2f5f7c1d0a11"
 
 def make(tmp_path: Path, **extra: Any) -> BiosFakeDriver:
     reg = registry()
-    system: dict[str, Any] = {"uuid": UUID, "name": "n1", "power_state": "On", "nics": [],
-              "bios_current": {k: v["default"] for k, v in reg.items()}, "bios_pending": {},
-              "bios_pending_since": None}
-    config = {"SUSHY_EMULATOR_STATE_DIR": str(tmp_path / "state"), "SUSHY_EMULATOR_FAKE_SYSTEMS": [system],
-              "CLUSTERFORGE_BIOS_REGISTRY": reg, **extra}
+    system: dict[str, Any] = {
+        "uuid": UUID,
+        "name": "n1",
+        "power_state": "On",
+        "nics": [],
+        "bios_current": {k: v["default"] for k, v in reg.items()},
+        "bios_pending": {},
+        "bios_pending_since": None,
+    }
+    config = {
+        "SUSHY_EMULATOR_STATE_DIR": str(tmp_path / "state"),
+        "SUSHY_EMULATOR_FAKE_SYSTEMS": [system],
+        "CLUSTERFORGE_BIOS_REGISTRY": reg,
+        **extra,
+    }
     drv: BiosFakeDriver = BiosFakeDriver.initialize(config, logging.getLogger("test"))()
     return drv
 
@@ -104,8 +114,11 @@ def test_reset_hook_gets_the_reset_type(tmp_path: Path, monkeypatch: pytest.Monk
             calls.append(argv)
 
     monkeypatch.setattr("clusterforge.lab.bmc.driver.subprocess.Popen", Popen)
-    drv = make(tmp_path, CLUSTERFORGE_RESET_HOOK=["hook", "plan.json", "n1"],
-               CLUSTERFORGE_RESET_HOOK_LOG=str(tmp_path / "hook.log"))
+    drv = make(
+        tmp_path,
+        CLUSTERFORGE_RESET_HOOK=["hook", "plan.json", "n1"],
+        CLUSTERFORGE_RESET_HOOK_LOG=str(tmp_path / "hook.log"),
+    )
     drv.set_power_state(UUID, "GracefulRestart")
     drv.set_power_state(UUID, "On")  # already on: nothing to do, no hook
     assert calls == [["hook", "plan.json", "n1", "GracefulRestart"]]

@@ -19,20 +19,28 @@ VALIDATOR = Path(__file__).resolve().parents[3] / "validators" / "test_bios.py"
 
 
 def test_plan_bmcs_takes_the_plan_addresses() -> None:
-    doc = {"cluster": "lab", "nodes": [
-        {"name": "a", "ordinal": 0, "bmc": {"address": "127.0.0.1:8441", "vendor": "generic"}},
-        {"name": "b", "ordinal": 1},
-        {"name": "c", "ordinal": 2, "bmc": {"address": "10.244.0.1:9000", "vendor": "generic"}}]}
+    doc = {
+        "cluster": "lab",
+        "nodes": [
+            {"name": "a", "ordinal": 0, "bmc": {"address": "127.0.0.1:8441", "vendor": "generic"}},
+            {"name": "b", "ordinal": 1},
+            {"name": "c", "ordinal": 2, "bmc": {"address": "10.244.0.1:9000", "vendor": "generic"}},
+        ],
+    }
     got = plan_bmcs(doc)
-    assert [(b.node, b.url) for b in got] == [("a", "https://127.0.0.1:8441"), ("c", "https://10.244.0.1:9000")]
+    assert [(b.node, b.url) for b in got] == [
+        ("a", "https://127.0.0.1:8441"),
+        ("c", "https://10.244.0.1:9000"),
+    ]
     assert got[0].uuid != got[1].uuid and got[0].uuid == plan_bmcs(doc)[0].uuid
     assert default_address(3) == "127.0.0.1:8444"
 
 
 def test_tls_and_account(tmp_path: Path) -> None:
     ca, cert, key = ensure_tls(tmp_path, ["127.0.0.1", "10.244.0.1"])
-    text = subprocess.run(["openssl", "x509", "-in", str(cert), "-noout", "-text"], capture_output=True,
-                          text=True, check=True).stdout
+    text = subprocess.run(
+        ["openssl", "x509", "-in", str(cert), "-noout", "-text"], capture_output=True, text=True, check=True
+    ).stdout
     assert "IP Address:10.244.0.1" in text and "IP Address:127.0.0.1" in text
     subprocess.run(["openssl", "verify", "-CAfile", str(ca), str(cert)], check=True, capture_output=True)
     assert oct(key.stat().st_mode & 0o777) == "0o600"
@@ -66,8 +74,12 @@ class FakeLab:
 
 @pytest.mark.parametrize(
     ("reset", "calls"),
-    [("GracefulRestart", [("exec", "n", "systemctl", "reboot")]),
-     ("ForceRestart", [("down", "n"), ("up", "n")]), ("ForceOff", [("down", "n")]), ("On", [("up", "n")])],
+    [
+        ("GracefulRestart", [("exec", "n", "systemctl", "reboot")]),
+        ("ForceRestart", [("down", "n"), ("up", "n")]),
+        ("ForceOff", [("down", "n")]),
+        ("On", [("up", "n")]),
+    ],
 )
 def test_reset_hook_maps_redfish_resets_to_the_lab(reset: str, calls: list[tuple[str, ...]]) -> None:
     lab = FakeLab()

@@ -86,8 +86,9 @@ class BiosFakeDriver(FakeDriver):
             return
         current = dict(system.get("bios_current") or {})
         current.update(pending)
-        self._logger.info("system %s: applied staged BIOS settings %s (%s)", system.get("name"),
-                          sorted(pending), why)
+        self._logger.info(
+            "system %s: applied staged BIOS settings %s (%s)", system.get("name"), sorted(pending), why
+        )
         self._update(system, bios_current=current, bios_pending={}, bios_pending_since=None)
 
     # -- BIOS --------------------------------------------------------------------------------------
@@ -110,8 +111,7 @@ class BiosFakeDriver(FakeDriver):
             current = system.get("bios_current") or {}
             pending = {**(system.get("bios_pending") or {}), **attributes}
             pending = {k: v for k, v in pending.items() if current.get(k) != v}
-            self._update(system, bios_pending=pending,
-                         bios_pending_since=time.time() if pending else None)
+            self._update(system, bios_pending=pending, bios_pending_since=time.time() if pending else None)
 
     def reset_bios(self, identity: str) -> None:
         defaults = {k: v.get("default") for k, v in self.registry.items()}
@@ -154,5 +154,6 @@ class BiosFakeDriver(FakeDriver):
         log = self._config.get("CLUSTERFORGE_RESET_HOOK_LOG") or "/dev/null"
         self._logger.info("system %s: reset hook %s %s", name, argv, state)
         with open(log, "ab") as out:
-            subprocess.Popen([*argv, state], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                             start_new_session=True)
+            subprocess.Popen(
+                [*argv, state], stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+            )

@@ -38,7 +38,7 @@ def apply(lab: LabLike, node: str, reset_type: str) -> list[str]:
         raise ValueError(f"reset type {reset_type!r} has no lab action (have {', '.join(ACTIONS)})")
     for step in steps:
         if step.startswith("exec:"):
-            lab.exec(node, step[len("exec:"):].split(), timeout=30.0)
+            lab.exec(node, step[len("exec:") :].split(), timeout=30.0)
         elif step == "down":
             lab.node_down(node)
         elif step == "up":

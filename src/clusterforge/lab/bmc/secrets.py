@@ -46,22 +46,72 @@ def ensure_tls(folder: Path, hosts: list[str]) -> tuple[Path, Path, Path]:
     ca, ca_key = folder / "ca.pem", folder / "ca.key"
     cert, key, san_file = folder / "server.pem", folder / "server.key", folder / "server.san"
     if not (ca.exists() and ca_key.exists()):
-        _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                 "-keyout", ca_key.name, "-out", ca.name, "-days", "3650",
-                 "-subj", "/CN=clusterforge lab BMC CA", "-addext", "basicConstraints=critical,CA:TRUE",
-                 "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=folder)
+        _openssl(
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            ca_key.name,
+            "-out",
+            ca.name,
+            "-days",
+            "3650",
+            "-subj",
+            "/CN=clusterforge lab BMC CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+            cwd=folder,
+        )
         os.chmod(ca_key, 0o600)
         cert.unlink(missing_ok=True)
     san = _san(hosts)
     if cert.exists() and key.exists() and san_file.exists() and san_file.read_text() == san:
         return ca, cert, key
-    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-             "-keyout", key.name, "-out", "server.csr", "-subj", "/CN=clusterforge lab BMC", cwd=folder)
+    _openssl(
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        key.name,
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=clusterforge lab BMC",
+        cwd=folder,
+    )
     ext = folder / "server.ext"
-    ext.write_text(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n"
-                   "extendedKeyUsage=serverAuth\n")
-    _openssl("x509", "-req", "-in", "server.csr", "-CA", ca.name, "-CAkey", ca_key.name, "-CAcreateserial",
-             "-out", cert.name, "-days", "825", "-sha256", "-extfile", ext.name, cwd=folder)
+    ext.write_text(
+        f"subjectAltName={san}\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n"
+        "extendedKeyUsage=serverAuth\n"
+    )
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        ca.name,
+        "-CAkey",
+        ca_key.name,
+        "-CAcreateserial",
+        "-out",
+        cert.name,
+        "-days",
+        "825",
+        "-sha256",
+        "-extfile",
+        ext.name,
+        cwd=folder,
+    )
     os.chmod(key, 0o600)
     (folder / "server.csr").unlink(missing_ok=True)
     san_file.write_text(san)
@@ -97,5 +147,7 @@ def credentials_env(folder: Path) -> dict[str, str]:
     if not f.exists():
         return {}
     creds = json.loads(f.read_text())
-    return {"CLUSTERFORGE_BMC_USER": creds["user"],
-            "CLUSTERFORGE_BMC_PASSWORD_FILE": str(folder / "password")}
+    return {
+        "CLUSTERFORGE_BMC_USER": creds["user"],
+        "CLUSTERFORGE_BMC_PASSWORD_FILE": str(folder / "password"),
+    }
