@@ -4,7 +4,8 @@ The decision is the pool's admission policy (`clusterforge.pool.admission.decide
 passing, verifiable certificate for the node's *current* expectation digest for every tier in
 `certification.join_tiers` (flapping nodes are held). A node this run could not check (unreachable, or
 its validators cut short) has no new certificate, so an older passing one must not admit it: it is
-drained with the reason, whatever its history says.
+drained with the reason, whatever its history says. Nor is a node whose checks failed in this run admitted
+on a passing certificate of another tier (a failed full run with only `quick` in `join_tiers`).
 """
 
 from __future__ import annotations
@@ -63,5 +64,9 @@ def admit_or_drain(plan_doc: dict[str, Any], res: NodeResult, pool: Any, store: 
     tiers = [str(t) for t in (plan_doc.get("certification") or {}).get("join_tiers") or ["quick"]]
     certs = [c for t in dict.fromkeys(tiers) for c in store.certificates(res.node, t)]
     decision = admission.decide(res.node, plan_doc, certs, admission.history_from_store(store, res.node))
+    if decision.action == "admit" and res.verdict != "pass":
+        # this run's checks failed (e.g. a full-tier run while only `quick` gates joining): the older
+        # certificate that would admit it does not outweigh fresh evidence against the node
+        decision = admission.Decision(res.node, "drain", drain_reason(res))
     outcome = admission.apply(decision, pool, store=store)
     return outcome if decision.action == "admit" else f"{outcome}: {decision.reason}"

@@ -62,6 +62,23 @@ def test_unreachable_is_drained_even_with_an_older_pass(
     assert pool.status(["ib-01"])["ib-01"].state == "drained"
 
 
+def test_failed_full_run_drains_despite_a_passing_quick_certificate(
+    records: Path, lab_doc: dict[str, Any], lab_nodes: dict[str, NodeExpect]
+) -> None:
+    """join_tiers is [quick]: a node with a valid quick certificate that fails a full run is drained with the
+    failed check, not re-admitted on the quick certificate."""
+    pool, store = FilePool(records / "pool.json"), Store()
+    ok = node_result("roce-01", {"gpu.count": "pass"})
+    assert admit.admit_or_drain(lab_doc, ok, pool, store, run(lab_doc, lab_nodes["roce-01"], ok).run_id) == (
+        "admitted"
+    )
+    slow = node_result("roce-01", {"gpu.count": "pass", "performance.ib_write_bw[rail3]": "fail"})
+    rec = run(lab_doc, lab_nodes["roce-01"], slow, tier="full")
+    out = admit.admit_or_drain(lab_doc, slow, pool, store, rec.run_id)
+    assert out == "drained: clusterforge: failed performance.ib_write_bw[rail3]"
+    assert pool.status(["roce-01"])["roce-01"].state == "drained"
+
+
 def test_incomplete_is_drained(
     records: Path, lab_doc: dict[str, Any], lab_nodes: dict[str, NodeExpect]
 ) -> None:
