@@ -95,6 +95,17 @@ def apply_faults(cl: Any, faults: dict[str, str], clear: bool = False) -> None:
         )
 
 
+def settled_states(cl: Any, nodes: list[str], timeout: float = 60.0) -> dict[str, Any]:
+    """Pool states once every node is schedulable or `timeout` passed: a resumed node that rebooted or lost
+    SSH earlier shows as not responding (`down`) until slurmctld's next contact with its slurmd."""
+    deadline = time.monotonic() + timeout
+    while True:
+        states = cl.pool().status(nodes)
+        if all(s.schedulable for s in states.values()) or time.monotonic() > deadline:
+            return states
+        time.sleep(2)
+
+
 def reboot(cl: Any, nodes: list[str]) -> None:
     for n in nodes:
         cl.lab.exec(n, ["systemctl", "reboot"], timeout=30)
@@ -106,7 +117,7 @@ def test_fresh_lab_certifies_and_every_node_is_admitted(certify_lab: Any) -> Non
     rc, doc = certify_lab.certify()  # its wall time is a figure of bench/ (make bench), not asserted here
     bad = {n["node"]: not_passing(doc, n["node"]) for n in doc["nodes"] if n["verdict"] != "pass"}
     assert rc == 0 and not bad, f"not passing on a freshly provisioned lab: {bad}"
-    states = certify_lab.pool().status(certify_lab.nodes)
+    states = settled_states(certify_lab, certify_lab.nodes)
     assert all(s.schedulable for s in states.values()), {n: (s.state, s.reason) for n, s in states.items()}
     assert all(doc["certificates"].get(n) for n in certify_lab.nodes)
 
@@ -266,5 +277,5 @@ def test_recertify_after_faults_readmits_every_node(certify_lab: Any) -> None:
     rc, doc = certify_lab.certify()
     bad = {n["node"]: not_passing(doc, n["node"]) for n in doc["nodes"] if n["verdict"] != "pass"}
     assert rc == 0 and not bad, bad
-    states = certify_lab.pool().status(certify_lab.nodes)
+    states = settled_states(certify_lab, certify_lab.nodes)
     assert all(s.schedulable for s in states.values()), {n: (s.state, s.reason) for n, s in states.items()}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from clusterforge.run.ansible import run_playbook
+from clusterforge.run.ansible import lab_env, run_playbook
 from clusterforge.run.provision import Options, provision
 
 pytestmark = pytest.mark.lab
@@ -169,7 +169,9 @@ def test_hand_changes_are_named_by_check_diff_and_restored(provisioned_lab: Any)
             sh(p, host, cmd)
             sh(p, host, drifted)
         hosts = sorted({c[0] for c in changes})
-        check = run_playbook("site.yml", p.inventory, limit=",".join(hosts), check=True, diff=True)
+        env = lab_env(p.doc)  # the lab BMCs' account, for the bios role (as provision/drift pass it)
+        check = run_playbook("site.yml", p.inventory, limit=",".join(hosts), check=True, diff=True, env=env)
+        assert not check.failed_hosts, {h.host: f"{h.failed_task}: {h.message}" for h in check.failed_hosts}
         for host in hosts:
             expected = [e for h, _, _, es in changes if h == host for e in es]
             got = _changed(check, host)
@@ -182,7 +184,7 @@ def test_hand_changes_are_named_by_check_diff_and_restored(provisioned_lab: Any)
             assert all(t.diff for t in diffs), f"{host}: a changed task has no before/after: {diffs}"
         for host, _, drifted, _ in changes:  # --check changed nothing
             sh(p, host, drifted)
-        real = run_playbook("site.yml", p.inventory, limit=",".join(hosts))
+        real = run_playbook("site.yml", p.inventory, limit=",".join(hosts), env=env)
         for host in hosts:
             expected = [e for h, _, _, es in changes if h == host for e in es]
             assert sorted(_changed(real, host)) == sorted(_changed(check, host)), (
