@@ -51,10 +51,6 @@ def test_spec_typo_is_bad_input_not_drift(tmp_path: Path) -> None:
     assert "pool_manager_x" in res.stderr and "Traceback" not in res.stderr
 
 
-@pytest.mark.xfail(
-    reason="not yet seen passing on the lab in the founding session (see its closing note); to be fixed",
-    strict=False,
-)
 def test_drift_finds_every_change_names_it_and_fix_clears_it(provisioned_lab: Any, tmp_path: Path) -> None:
     p = provisioned_lab
     p.restore()
