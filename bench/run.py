@@ -34,6 +34,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import socket
 import sys
 import tempfile
@@ -267,6 +268,8 @@ def lab_session(n: int, sizes: dict[str, list[Any]], tmp: Path, log: Any) -> lis
     console = Console(file=log, width=200)
     rows: list[Row] = []
     lab = Lab(doc)
+    for node in lab.plan.nodes:  # pristine nodes: an earlier bench's provisioned upper layers would make
+        shutil.rmtree(lab.paths(node.name).upper, ignore_errors=True)  # "first provision" a no-op
     try:
         t_infra, _ = _timed(lab.infra_up)
         t0 = time.monotonic()
