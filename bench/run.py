@@ -93,6 +93,8 @@ def find(rows: list[Row], stage: str, variant: str, nodes: int) -> Row | None:
 #: (name, stage, slow variant, fast variant): the tuned-vs-naive comparisons reported as ratios
 COMPARISONS = (
     ("no-op provision: naive env / tuned env", "provision", "no-op naive", "no-op tuned"),
+    ("no-op provision: stock tuned (linear) / tuned (Mitogen)", "provision", "no-op stock", "no-op tuned"),
+    ("drift: stock tuned (linear) / tuned (Mitogen)", "drift", "stock (linear)", "tuned"),
     (
         "certification validators: no SSH multiplexing / one session per node",
         "certify",
@@ -303,7 +305,7 @@ def lab_session(n: int, sizes: dict[str, list[Any]], tmp: Path, log: Any) -> lis
 
 
 def bench_provision(doc: dict[str, Any], inv: Path, n: int, console: Any, naive: bool) -> list[Row]:
-    from clusterforge.run.naive import ANSIBLE_DEFAULT_FORKS, naive_runner
+    from clusterforge.run.naive import ANSIBLE_DEFAULT_FORKS, naive_runner, stock_runner
     from clusterforge.run.pipeline import pool_manager
     from clusterforge.run.provision import Options, provision
     from clusterforge.run.shard import forks_for
@@ -327,6 +329,8 @@ def bench_provision(doc: dict[str, Any], inv: Path, n: int, console: Any, naive:
 
     one("first (tuned)", Options())
     one("no-op tuned", Options())
+    with stock_runner():
+        one("no-op stock", Options())
     if naive:
         with naive_runner():
             one("no-op naive", Options(forks=ANSIBLE_DEFAULT_FORKS))
@@ -403,19 +407,27 @@ def bench_certify(
 
 
 def bench_drift(doc: dict[str, Any], inv: Path, n: int) -> list[Row]:
+    """Drift (site.yml check+diff and the quick validators) with the tuned environment (Mitogen), then
+    with the stock tuned one (linear strategy), side by side."""
     from clusterforge.drift.run import drift
+    from clusterforge.run.naive import stock_runner
 
-    secs, rep = _timed(lambda: drift(doc, inv))
-    r = row(
-        "drift",
-        "check+diff + quick validators",
-        n,
-        secs,
-        items=len(rep.items),
-        note=f"{len(rep.items)} drift items",
-    )
-    _say(r)
-    return [r]
+    rows = []
+    for variant, ctx in (("tuned", contextlib.nullcontext), ("stock (linear)", stock_runner)):
+        with ctx():
+            secs, rep = _timed(lambda: drift(doc, inv))
+        rows.append(
+            row(
+                "drift",
+                variant,
+                n,
+                secs,
+                items=len(rep.items),
+                note=f"check+diff + quick validators; {len(rep.items)} drift items",
+            )
+        )
+        _say(rows[-1])
+    return rows
 
 
 # -- driver ------------------------------------------------------------------------------------------------

@@ -83,8 +83,55 @@ class PlaybookResult:
 EventHook = Callable[[dict[str, Any]], None]
 
 
-def runner_env(forks: int | None = None) -> dict[str, str]:
-    """Environment for ansible: venv tools first on PATH, project collections, tuned SSH, fact cache."""
+#: how `runner_env` picks the strategy: `mitogen` (default) or `linear` (stock Ansible, SSH pipelining +
+#: ControlPersist); an escape hatch for a site where Mitogen misbehaves, and the bench's side-by-side variant.
+STRATEGY_ENV = "CLUSTERFORGE_ANSIBLE_STRATEGY"
+STRATEGIES = ("mitogen", "linear")
+
+
+def mitogen_strategy_dir() -> Path | None:
+    """The folder of Mitogen for Ansible's strategy plugins (`mitogen_linear`, ...), None if not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ansible_mitogen")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "plugins" / "strategy"
+    return folder if (folder / "mitogen_linear.py").is_file() else None
+
+
+def strategy_env(strategy: str | None = None) -> dict[str, str]:
+    """ANSIBLE_STRATEGY(_PLUGINS) for `strategy` (default: $CLUSTERFORGE_ANSIBLE_STRATEGY, else mitogen).
+
+    Mitogen keeps one Python interpreter per host for the whole run and caches the module code in it, so a
+    task costs the node a function call instead of a fresh interpreter that unpacks and compiles the
+    AnsiballZ payload (measured in the lab: ~0.15 CPU-s a task; bench/README.md). `linear` is stock Ansible;
+    with Mitogen missing, `mitogen` falls back to it."""
+    choice = (strategy or os.environ.get(STRATEGY_ENV) or "mitogen").strip().lower()
+    if choice not in STRATEGIES:
+        from clusterforge.errors import InputError, Problem
+
+        raise InputError(
+            [
+                Problem(
+                    "environment",
+                    STRATEGY_ENV,
+                    " or ".join(STRATEGIES),
+                    repr(choice),
+                    f"unset {STRATEGY_ENV} (Mitogen) or set it to `linear` (stock Ansible)",
+                )
+            ],
+            "bad Ansible strategy",
+        )
+    folder = mitogen_strategy_dir() if choice == "mitogen" else None
+    if folder is None:
+        return {"ANSIBLE_STRATEGY": "linear"}
+    return {"ANSIBLE_STRATEGY_PLUGINS": str(folder), "ANSIBLE_STRATEGY": "mitogen_linear"}
+
+
+def runner_env(forks: int | None = None, strategy: str | None = None) -> dict[str, str]:
+    """Environment for ansible: venv tools first on PATH, project collections, tuned SSH, fact cache, and
+    the execution strategy (`strategy_env`: Mitogen unless told otherwise)."""
     venv_bin = str(Path(sys.executable).parent)
     env = {
         "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
@@ -106,6 +153,7 @@ def runner_env(forks: int | None = None) -> dict[str, str]:
         env["ANSIBLE_CONFIG"] = str(cfg)
     if forks:
         env["ANSIBLE_FORKS"] = str(forks)
+    env.update(strategy_env(strategy))
     return env
 
 

@@ -1,0 +1,54 @@
+"""The execution strategy run_playbook hands to Ansible: Mitogen by default, stock linear on request."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterforge.errors import ExitCode, InputError
+from clusterforge.run import ansible
+from clusterforge.run.naive import naive_env, stock_env, stock_runner
+
+
+def test_default_is_mitogen_linear_from_the_installed_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ansible.STRATEGY_ENV, raising=False)
+    env = ansible.runner_env(8)
+    assert env["ANSIBLE_STRATEGY"] == "mitogen_linear"
+    folder = ansible.mitogen_strategy_dir()
+    assert folder is not None and env["ANSIBLE_STRATEGY_PLUGINS"] == str(folder)
+    assert (folder / "mitogen_linear.py").is_file()
+
+
+def test_linear_on_request_leaves_stock_ansible(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ansible.STRATEGY_ENV, "Linear")
+    env = ansible.runner_env(8)
+    assert env["ANSIBLE_STRATEGY"] == "linear" and "ANSIBLE_STRATEGY_PLUGINS" not in env
+    # the SSH tuning stays: this is the stock tuned configuration
+    assert env["ANSIBLE_PIPELINING"] == "True" and "ControlPersist" in env["ANSIBLE_SSH_ARGS"]
+
+
+def test_mitogen_missing_falls_back_to_linear(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ansible.STRATEGY_ENV, raising=False)
+    monkeypatch.setattr(ansible, "mitogen_strategy_dir", lambda: None)
+    assert ansible.strategy_env() == {"ANSIBLE_STRATEGY": "linear"}
+
+
+def test_unknown_strategy_is_bad_input_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ansible.STRATEGY_ENV, "free")
+    with pytest.raises(InputError) as err:
+        ansible.runner_env()
+    assert err.value.exit_code == ExitCode.BAD_INPUT
+    assert ansible.STRATEGY_ENV in str(err.value) and "'free'" in str(err.value)
+
+
+def test_bench_variants_differ_only_in_what_they_measure(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ansible.STRATEGY_ENV, raising=False)
+    tuned, stock, naive = ansible.runner_env(16), stock_env(16), naive_env(16)
+    assert stock["ANSIBLE_STRATEGY"] == "linear" and "ANSIBLE_STRATEGY_PLUGINS" not in stock
+    assert {k: v for k, v in tuned.items() if not k.startswith("ANSIBLE_STRATEGY")} == {
+        k: v for k, v in stock.items() if k != "ANSIBLE_STRATEGY"
+    }
+    assert naive["ANSIBLE_STRATEGY"] == "linear" and "ANSIBLE_STRATEGY_PLUGINS" not in naive
+    before = ansible.runner_env
+    with stock_runner():
+        assert ansible.runner_env(4)["ANSIBLE_STRATEGY"] == "linear"
+    assert ansible.runner_env is before
