@@ -328,10 +328,12 @@ def run_checks(
     nodes: list[str] | None = None,
     record: bool = False,
     jobs: int | None = None,
+    cancel: threading.Event | None = None,
 ) -> dict[str, list[CheckResult]]:
-    """Check results per node without recording anything (used by `clusterforge drift`)."""
+    """Check results per node without recording anything (used by `clusterforge drift`); setting `cancel`
+    kills the validators still running."""
     names = nodes or [n["name"] for n in plan_doc["nodes"]]
     if record:
         raise ValueError("run_checks does not record; use clusterforge.certify.pipeline for certification")
-    results = certify_nodes(plan_doc, inventory, names, tier, jobs=jobs)
+    results = certify_nodes(plan_doc, inventory, names, tier, jobs=jobs, cancel=cancel)
     return {n: r.checks for n, r in results.items()}

@@ -32,11 +32,9 @@ def ansible_drift(
             report.errors.append(f"{h}: check run failed at '{hr.failed_task}': {hr.message}")
 
 
-def validator_drift(report: DriftReport, plan_doc: dict[str, Any], inventory: Path, hosts: list[str]) -> None:
-    """Failed quick-tier checks are drift; checks that could not run are tool errors."""
-    from clusterforge.certify.runner import run_checks
-
-    results = run_checks(plan_doc, inventory, tier="quick", nodes=hosts, record=False)
+def add_validator_items(report: DriftReport, results: dict[str, list[Any]]) -> None:
+    """Merge quick-tier results: a failed check is a drift item; a check that could not run is a tool
+    error, unless the check run already found the node unreachable (reported once, as reachability)."""
     for node, checks in results.items():
         for c in checks:
             if c.status == "fail":
@@ -52,6 +50,38 @@ def validator_drift(report: DriftReport, plan_doc: dict[str, Any], inventory: Pa
                 )
             elif c.status == "error" and node not in report.unreachable:
                 report.errors.append(f"{node}: {c.check_id} could not run: {c.message}")
+
+
+def _check_and_validate(
+    report: DriftReport,
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    hosts: list[str],
+    forks: int | None,
+    validators: bool,
+) -> None:
+    """The check run and the quick validators side by side: both only read the nodes, and the check run
+    (one Ansible controller process, mostly one core) leaves CPU for the validators' SSH sessions."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from clusterforge.certify.runner import run_checks
+
+    cancel = threading.Event()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="drift-validators") as pool:
+        checks = (
+            pool.submit(run_checks, plan_doc, inventory, "quick", hosts, False, None, cancel)
+            if validators and hosts
+            else None
+        )
+        try:
+            # bios role: the lab BMCs' account; run in this (main) thread, which owns signal handling
+            ansible_drift(report, inventory, hosts, forks, lab_env(plan_doc))
+        except BaseException:
+            cancel.set()  # interrupted: stop the validators before leaving
+            raise
+        if checks is not None:
+            add_validator_items(report, checks.result())
 
 
 def certificate_drift(report: DriftReport, plan_doc: dict[str, Any], hosts: list[str]) -> None:
@@ -91,10 +121,8 @@ def drift(
     missing = [n for n in select(planned, shard) if n not in hosts] if not limit else []
     for n in missing:
         report.items.append(DriftItem(n, "inventory", "node in the inventory", "missing", "inventory"))
-    ansible_drift(report, inventory, hosts, forks, lab_env(plan_doc))  # bios role: the lab BMCs' account
+    _check_and_validate(report, plan_doc, inventory, hosts, forks, validators)
     reachable = [h for h in hosts if h not in report.unreachable]
-    if validators and reachable:
-        validator_drift(report, plan_doc, inventory, reachable)
     certificate_drift(report, plan_doc, reachable)
     for h in report.unreachable:
         report.items.append(
