@@ -113,3 +113,45 @@ def test_a_signal_cancels_the_run_and_is_raised_then_handlers_come_back(
         assert seen == [signal.SIGTERM]  # ... which is back now
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+# -- before/after for service tasks (Ansible's service modules report a change without a diff) ----------
+def test_service_start_in_check_mode_gets_a_before_and_after() -> None:
+    from clusterforge.run.ansible import _task_diff
+
+    res = {
+        "changed": True,
+        "name": "nvidia-persistenced.service",
+        "state": "started",
+        "enabled": True,
+        "status": {"ActiveState": "inactive", "UnitFileState": "enabled"},
+    }
+    (d,) = _task_diff(res, "ansible.builtin.systemd_service")
+    assert d["before"] == "nvidia-persistenced.service: inactive\n"
+    assert d["after"] == "nvidia-persistenced.service: active\n"  # enablement unchanged: not listed
+
+
+def test_service_enable_only_lists_the_boot_state() -> None:
+    from clusterforge.run.ansible import _task_diff
+
+    res = {
+        "changed": True,
+        "name": "irqbalance",
+        "state": "started",
+        "enabled": True,
+        "status": {"ActiveState": "active", "UnitFileState": "disabled"},
+    }
+    (d,) = _task_diff(res, "ansible.builtin.systemd")
+    assert d["before"] == "irqbalance at boot: disabled\n" and d["after"] == "irqbalance at boot: enabled\n"
+
+
+def test_task_diff_keeps_module_diffs_and_ignores_unchanged_or_other_modules() -> None:
+    from clusterforge.run.ansible import _task_diff
+
+    given = {"before": "a\n", "after": "b\n"}
+    assert _task_diff({"changed": True, "diff": given}, "ansible.builtin.template") == [given]
+    assert _task_diff({"changed": True, "diff": [given, given]}, "x") == [given, given]
+    svc = {"name": "u", "state": "started", "status": {"ActiveState": "inactive"}}
+    assert _task_diff({**svc, "changed": False}, "ansible.builtin.systemd_service") == []
+    assert _task_diff({**svc, "changed": True}, "ansible.builtin.command") == []
+    assert _task_diff({**svc, "changed": True}, "ansible.builtin.service") != []
