@@ -182,11 +182,16 @@ _ACTIVE_AFTER = {"started": "active", "stopped": "inactive", "restarted": "activ
 
 
 def _task_diff(res: dict[str, Any], action: str) -> list[dict[str, Any]]:
-    """The task's diffs; for a changed service task, which Ansible's service modules report without any,
-    a before/after of the unit's active and enablement state built from the result (`status` holds the
-    unit's properties read before the change), so --check --diff names both values."""
+    """The task's diffs (a loop's: those of its changed items); for a changed service task, which Ansible's
+    service modules report without any, a before/after of the unit's active and enablement state built
+    from the result (`status` holds the unit's properties read before the change), so --check --diff names
+    both values."""
     diff = res.get("diff")
     diffs = list(diff) if isinstance(diff, list) else ([diff] if diff else [])
+    items = res.get("results")
+    if not diffs and isinstance(items, list):  # a loop: its changed items' diffs, in item order
+        changed = [item for item in items if isinstance(item, dict) and item.get("changed")]
+        return [d for item in changed for d in _task_diff(item, action)]
     if diffs or not res.get("changed") or action.rsplit(".", 1)[-1] not in _SERVICE_MODULES:
         return diffs
     raw = res.get("status")

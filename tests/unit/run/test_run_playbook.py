@@ -155,3 +155,19 @@ def test_task_diff_keeps_module_diffs_and_ignores_unchanged_or_other_modules() -
     assert _task_diff({**svc, "changed": False}, "ansible.builtin.systemd_service") == []
     assert _task_diff({**svc, "changed": True}, "ansible.builtin.command") == []
     assert _task_diff({**svc, "changed": True}, "ansible.builtin.service") != []
+
+
+def test_a_loop_task_carries_the_diffs_of_its_changed_items() -> None:
+    from clusterforge.run.ansible import _task_diff
+
+    mtu = {"before": "eth1 MTU: 1500\n", "after": "eth1 MTU: 9000\n"}
+    res = {
+        "changed": True,
+        "msg": "All items completed",
+        "results": [
+            {"changed": False, "diff": {"before": "eth0 MTU: 9000\n", "after": "eth0 MTU: 9000\n"}},
+            {"changed": True, "diff": mtu},
+            {"changed": False, "skipped": True},
+        ],
+    }
+    assert _task_diff(res, "clusterforge.node.command_setting") == [mtu]
