@@ -203,10 +203,6 @@ def test_unreachable_and_hung_tool(certify_lab: Any) -> None:
     assert states["ib-01"].state == "drained" and not states["ib-01"].schedulable
 
 
-@pytest.mark.xfail(
-    reason="failed in the last lab run of the founding session (see its closing note); to be fixed",
-    strict=False,
-)
 def test_full_tier_noisy_passes_slow_nic_fails(certify_lab: Any) -> None:
     from clusterforge.lab.sim.faults import apply
 
@@ -271,10 +267,6 @@ def test_interrupted_run_leaves_no_false_pass(certify_lab: Any) -> None:
     assert not left, f"validator processes outlived the killed runner: {left}"
 
 
-@pytest.mark.xfail(
-    reason="failed in the last lab run of the founding session (see its closing note); to be fixed",
-    strict=False,
-)
 def test_recertify_after_faults_readmits_every_node(certify_lab: Any) -> None:
     rc, doc = certify_lab.certify()
     bad = {n["node"]: not_passing(doc, n["node"]) for n in doc["nodes"] if n["verdict"] != "pass"}

@@ -156,11 +156,6 @@ def _match(changed: list[str], expected: list[str]) -> dict[str, list[str]]:
     return {e: [c for c in changed if e in c] for e in expected}
 
 
-@pytest.mark.xfail(
-    reason="failed in the last lab run of the founding session (expected task names vs what --check names; "
-    "see its closing note); to be fixed",
-    strict=False,
-)
 def test_hand_changes_are_named_by_check_diff_and_restored(provisioned_lab: Any) -> None:
     p = provisioned_lab
     changes = _changes(p)
