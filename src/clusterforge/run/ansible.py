@@ -324,7 +324,12 @@ def run_playbook(
                 cmdline=" ".join(cmdline) or None,
                 forks=forks,
                 extravars=extravars or {},
-                envvars={**runner_env(forks), "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp_dir), **(env or {})},
+                envvars={
+                    **runner_env(forks),
+                    "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp_dir),
+                    RUN_MARKER: str(pdd),
+                    **(env or {}),
+                },
                 event_handler=handler,
                 quiet=True,
                 suppress_env_files=True,
@@ -355,6 +360,7 @@ def run_playbook(
                 ignore=shutil.ignore_patterns("command", "env", "envvars"),
             )
         close_masters(cp_dir)
+        reap_leftovers(str(pdd))
         shutil.rmtree(pdd, ignore_errors=True)
     return result
 
@@ -383,6 +389,39 @@ def _cancel_on_signal() -> Iterator[Callable[[], bool]]:
             signal.signal(s, h)
     if got:
         raise KeyboardInterrupt(f"signal {got[0]}: the playbook run was cancelled")
+
+
+#: set in every run's environment (= its private_data_dir): what a process left behind by that run carries
+RUN_MARKER = "CLUSTERFORGE_RUN_DIR"
+
+
+def reap_leftovers(run_dir: str, grace_s: float = 2.0) -> list[int]:
+    """Kill the processes a finished or cancelled run left behind, found by RUN_MARKER in their environment.
+
+    A cancelled run (ansible-runner kills ansible-playbook) left Mitogen's multiplexer process running,
+    re-parented to init, for good; so would any helper a module daemonised. Returns the pids signalled."""
+    want = f"{RUN_MARKER}={run_dir}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if want in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = []
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+                alive.append(pid)
+        if not alive or sig == signal.SIGKILL:
+            break
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in alive):
+            time.sleep(0.05)
+    return found
 
 
 def close_masters(cp_dir: Path) -> None:

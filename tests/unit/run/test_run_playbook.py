@@ -9,10 +9,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from clusterforge.run import ansible
 from clusterforge.run.ansible import run_playbook
 
 
@@ -86,12 +88,32 @@ def test_ssh_masters_belong_to_one_run(inventory: Path, tmp_path: Path) -> None:
     assert seen[0] != seen[1]
 
 
+def _carrying(marker: bytes) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "environ").read_bytes().split(b"\0"):
+                out.append(int(entry.name))
+        except OSError:
+            continue
+    return out
+
+
 def test_a_signal_cancels_the_run_and_is_raised_then_handlers_come_back(
-    inventory: Path, tmp_path: Path
+    inventory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SIGTERM during a run (a CI job cancelled) stops the playbook and reaches the caller as an interrupt,
-    so no next batch starts; afterwards the process's own handlers are in place again (ansible-runner
+    so no next batch starts, and leaves no process of the run behind (Mitogen's multiplexer outlived a
+    cancelled ansible-playbook); afterwards the process's own handlers are in place again (ansible-runner
     alone would keep its handler and swallow every later Ctrl-C)."""
+    run_dirs: list[str] = []
+    real_mkdtemp = ansible.tempfile.mkdtemp
+
+    def mkdtemp(*args: Any, **kwargs: Any) -> str:
+        run_dirs.append(real_mkdtemp(*args, **kwargs))
+        return run_dirs[-1]
+
+    monkeypatch.setattr(ansible.tempfile, "mkdtemp", mkdtemp)
     play = tmp_path / "slow.yml"
     play.write_text(
         yaml.safe_dump(
@@ -107,6 +129,9 @@ def test_a_signal_cancels_the_run_and_is_raised_then_handlers_come_back(
         with pytest.raises(KeyboardInterrupt, match="signal 15"):
             run_playbook(str(play), inventory)
         assert time.monotonic() - t0 < 45  # cancelled, not run to the end of `sleep 60`
+        (run_dir,) = run_dirs
+        left = _carrying(f"{ansible.RUN_MARKER}={run_dir}".encode())
+        assert left == [], f"processes of the cancelled run are still running: {left}"
         assert seen == []  # the signal went to the run, not to the handler outside it
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.2)
