@@ -190,7 +190,11 @@ def plan_for(args: argparse.Namespace) -> dict[str, list[Any]]:
         "certify": args.certify_sizes or cert,
         "drift": args.drift_sizes or drift,
     }
-    return {k: (v if k in want else []) for k, v in sizes.items()}
+    naive = getattr(args, "naive_sizes", None)
+    out: dict[str, list[Any]] = {k: (v if k in want else []) for k, v in sizes.items()}
+    if naive is not None:  # provision sizes that also run the naive no-op (default: every provision size)
+        out["naive"] = [n for n in naive if n in out["provision"]]
+    return out
 
 
 def lab_sessions(sizes: dict[str, list[Any]]) -> list[int]:
@@ -291,7 +295,8 @@ def lab_session(n: int, sizes: dict[str, list[Any]], tmp: Path, log: Any) -> lis
         _say(rows[-1])
         provisioned = False
         if n in sizes["provision"] or n in sizes["drift"]:
-            rows += bench_provision(doc, inv, n, console, naive=n in sizes["provision"])
+            naive = n in (sizes["provision"] if sizes.get("naive") is None else sizes["naive"])
+            rows += bench_provision(doc, inv, n, console, naive=naive)
             provisioned = True
         if n in sizes["certify"]:
             rows += bench_certify(doc, inv, spec, n, console, tmp, provisioned)
@@ -464,6 +469,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--provision-sizes", nargs="+", type=int)
     ap.add_argument("--certify-sizes", nargs="+", type=int)
     ap.add_argument("--drift-sizes", nargs="+", type=int)
+    ap.add_argument(
+        "--naive-sizes",
+        nargs="*",
+        type=int,
+        help="provision sizes that also run the naive no-op (default: all; none: no naive run)",
+    )
     ap.add_argument("--wait-lab", type=float, default=900, help="seconds to wait for other labs to go down")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)

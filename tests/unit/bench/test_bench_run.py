@@ -142,3 +142,12 @@ def test_naive_runner_swaps_and_restores() -> None:
         raise RuntimeError
     assert ansible.runner_env is tuned
     assert ansible.runner_env(32)["ANSIBLE_FORKS"] == "32"
+
+
+def test_naive_sizes_pick_the_provision_sizes_that_also_run_naive(bench: object) -> None:
+    every = bench.plan_for(_args(provision_sizes=[4, 16]))  # type: ignore[attr-defined]
+    assert "naive" not in every  # default: the naive no-op runs at every provision size
+    some = bench.plan_for(_args(provision_sizes=[4, 16], naive_sizes=[4, 32]))  # type: ignore[attr-defined]
+    assert some["naive"] == [4]  # 32 is not provisioned: no naive run there
+    none = bench.plan_for(_args(provision_sizes=[16], naive_sizes=[]))  # type: ignore[attr-defined]
+    assert none["naive"] == []
