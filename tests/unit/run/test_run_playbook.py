@@ -142,7 +142,7 @@ def test_a_signal_cancels_the_run_and_is_raised_then_handlers_come_back(
 
 # -- before/after for service tasks (Ansible's service modules report a change without a diff) ----------
 def test_service_start_in_check_mode_gets_a_before_and_after() -> None:
-    from clusterforge.run.ansible import _task_diff
+    from clusterforge.run.task_diff import task_diff as _task_diff
 
     res = {
         "changed": True,
@@ -157,7 +157,7 @@ def test_service_start_in_check_mode_gets_a_before_and_after() -> None:
 
 
 def test_service_enable_only_lists_the_boot_state() -> None:
-    from clusterforge.run.ansible import _task_diff
+    from clusterforge.run.task_diff import task_diff as _task_diff
 
     res = {
         "changed": True,
@@ -171,7 +171,7 @@ def test_service_enable_only_lists_the_boot_state() -> None:
 
 
 def test_task_diff_keeps_module_diffs_and_ignores_unchanged_or_other_modules() -> None:
-    from clusterforge.run.ansible import _task_diff
+    from clusterforge.run.task_diff import task_diff as _task_diff
 
     given = {"before": "a\n", "after": "b\n"}
     assert _task_diff({"changed": True, "diff": given}, "ansible.builtin.template") == [given]
@@ -183,7 +183,7 @@ def test_task_diff_keeps_module_diffs_and_ignores_unchanged_or_other_modules() -
 
 
 def test_a_loop_task_carries_the_diffs_of_its_changed_items() -> None:
-    from clusterforge.run.ansible import _task_diff
+    from clusterforge.run.task_diff import task_diff as _task_diff
 
     mtu = {"before": "eth1 MTU: 1500\n", "after": "eth1 MTU: 9000\n"}
     res = {
