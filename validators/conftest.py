@@ -41,6 +41,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="plan.json of the cluster (default $CLUSTERFORGE_PLAN)",
     )
     group.addoption("--pool", dest="cf_pool", default=None, help="only nodes of these pools (comma list)")
+    group.addoption(
+        "--cf-no-batch",
+        dest="cf_no_batch",
+        action="store_true",
+        default=os.environ.get("CLUSTERFORGE_VALIDATORS_NO_BATCH") == "1",
+        help="no batched prefetch and no output shared between checks: every check runs its own commands "
+        "(to isolate one check's commands; the naive baseline of bench/run.py) "
+        "[default: $CLUSTERFORGE_VALIDATORS_NO_BATCH=1]",
+    )
     group.addoption("--sku", dest="cf_sku", default=None, help="only nodes of these SKUs (comma list)")
 
 
@@ -56,23 +65,24 @@ def _host_of(spec: str) -> str:
 
 def _targets(config: pytest.Config) -> dict[str, tuple[NodeExpect, str]]:
     """node name → (expectations, testinfra host spec), computed once per session."""
-    cached = getattr(config, "_cf_targets", None)
+    cached: dict[str, tuple[NodeExpect, str]] | None = getattr(config, "_cf_targets", None)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     plan_path = config.getoption("cf_plan")
     if not plan_path:
         raise pytest.UsageError("validators need the plan: pass --plan PATH or set CLUSTERFORGE_PLAN")
     doc = load_plan(plan_path)
-    nodes = nodes_of(doc, Path(plan_path).parent)
-    by_addr = {n.mgmt_ip: n for n in nodes.values()} | {n.name: n for n in nodes.values()}
+    by_addr = {n["mgmt_ip"]: n["name"] for n in doc["nodes"]} | {n["name"]: n["name"] for n in doc["nodes"]}
     hosts = config.getoption("hosts", None)
-    specs = hosts.split(",") if hosts else [f"ssh://root@{n.mgmt_ip}" for n in nodes.values()]
-    targets: dict[str, tuple[NodeExpect, str]] = {}
+    specs = hosts.split(",") if hosts else [f"ssh://root@{n['mgmt_ip']}" for n in doc["nodes"]]
+    chosen: dict[str, str] = {}
     for spec in specs:
-        node = by_addr.get(_host_of(spec))
-        if node is None:
+        name = by_addr.get(_host_of(spec))
+        if name is None:
             raise pytest.UsageError(f"host {spec!r} is not a node of {plan_path} (by name or management IP)")
-        targets[node.name] = (node, spec)
+        chosen[name] = spec
+    nodes = nodes_of(doc, Path(plan_path).parent, chosen)  # only the targeted nodes' expectations
+    targets = {name: (nodes[name], spec) for name, spec in chosen.items()}
     for opt, attr in (("cf_pool", "pool"), ("cf_sku", "sku_name")):
         wanted = config.getoption(opt)
         if wanted:
@@ -103,7 +113,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Checks that apply to none of the targeted nodes are left out, not reported as skipped."""
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         callspec = getattr(item, "callspec", None)
         applies = callspec is None or isinstance(
@@ -143,10 +154,13 @@ def host(request: pytest.FixtureRequest, cf_node: str) -> Any:
 
 
 @pytest.fixture(scope="session")
-def probe(host: Any, node: NodeExpect) -> Probe:
+def probe(request: pytest.FixtureRequest, host: Any, node: NodeExpect) -> Probe:
     """Runs the node's commands with the policy's timeout; outputs (and errors) are cached per node. The
-    cheap reads every validator module declares (`@prefetches`) are fetched first, in one round trip."""
+    cheap reads every validator module declares (`@prefetches`) are fetched first, in one round trip
+    (neither with ``--cf-no-batch``)."""
     if node.name not in _PROBES:
-        p = _PROBES[node.name] = Probe(host, node.name, node.timeout)
-        p.prefetch(c for fn in PREFETCH.values() for c in fn(node))
+        alone = bool(request.config.getoption("cf_no_batch"))
+        p = _PROBES[node.name] = Probe(host, node.name, node.timeout, share=not alone)
+        if not alone:
+            p.prefetch(c for fn in PREFETCH.values() for c in fn(node))
     return _PROBES[node.name]

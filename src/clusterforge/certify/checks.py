@@ -157,13 +157,16 @@ class Probe:
     """Runs commands on one node for the validators; remembers outputs, errors and evidence.
 
     ``host`` is a testinfra ``Host``. With the ssh backend the ssh client is started here with its own
-    deadline (testinfra's own ``run`` has none); other backends go through ``host.run``.
+    deadline (testinfra's own ``run`` has none); other backends go through ``host.run``. ``share=False``:
+    no output is reused from an earlier check (each check runs its own commands); a hung tool is still
+    not run again.
     """
 
-    def __init__(self, host: Any, node: str, timeout: int) -> None:
+    def __init__(self, host: Any, node: str, timeout: int, share: bool = True) -> None:
         self.host = host
         self.node = node
         self.timeout = int(timeout)
+        self.share = share
         self._cache: dict[str, tuple[int, str, str] | CheckError] = {}
         self._unreachable: Unreachable | None = None
         self._hung: dict[str, str] = {}  # tool -> the command that hung: the tool is not run again
@@ -257,7 +260,7 @@ class Probe:
             rc, out, err = self._prefetched.pop(key)
             self.log.append(CommandRecord(command, rc, 0.0, _short(out), _short(err), batched=True))
             self._cache[key] = (rc, out, err)
-        elif cache and key in self._cache:
+        elif cache and self.share and key in self._cache:
             hit = self._cache[key]
             if isinstance(hit, CheckError):
                 self.log.append(CommandRecord(command, None, 0.0, error=str(hit), cached=True))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,18 +116,32 @@ def load_plan(path: Path | str) -> dict[str, Any]:
     return doc
 
 
-def group_vars(folder: Path, node: dict[str, Any]) -> dict[str, Any]:
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml if built
+
+
+def _group_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    data = yaml.load(path.read_text(), Loader=_Loader) or {}  # a safe loader (C or Python)
+    return {k: v for k, v in data.items() if not (isinstance(v, str) and "{{" in v)}
+
+
+def group_vars(
+    folder: Path, node: dict[str, Any], cache: dict[Path, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The role knobs that apply to ``node`` from ``group_vars/`` (all, fabric type, SKU), later wins.
 
     Values that are Jinja templates are left out: the plan gives their resolved meaning directly.
+    ``cache`` (file -> its knobs) lets many nodes share one read of each file.
     """
     names = ["all", f"fabric_type_{node['fabric_type']}", "sku_" + node["sku"].replace("-", "_")]
+    cache = {} if cache is None else cache
     out: dict[str, Any] = {}
     for name in names:
         path = folder / "group_vars" / f"{name}.yml"
-        if path.is_file():
-            data = yaml.safe_load(path.read_text()) or {}
-            out.update({k: v for k, v in data.items() if not (isinstance(v, str) and "{{" in v)})
+        if path not in cache:
+            cache[path] = _group_file(path)
+        out.update(cache[path])
     return out
 
 
@@ -151,6 +166,17 @@ def node_expect(doc: dict[str, Any], node: dict[str, Any], knobs: dict[str, Any]
     )
 
 
-def nodes_of(doc: dict[str, Any], folder: Path | None = None) -> dict[str, NodeExpect]:
-    """Every node of the plan by name, in plan order; ``folder`` (the inventory) adds the role knobs."""
-    return {n["name"]: node_expect(doc, n, group_vars(folder, n) if folder else None) for n in doc["nodes"]}
+def nodes_of(
+    doc: dict[str, Any], folder: Path | None = None, names: Iterable[str] | None = None
+) -> dict[str, NodeExpect]:
+    """The plan's nodes by name, in plan order (only ``names`` when given); ``folder`` (the inventory)
+    adds the role knobs. Each group_vars file is read once, however many nodes share it: the validators
+    run one process per node, so reading every node's files in each would grow with the square of the
+    cluster."""
+    wanted = None if names is None else set(names)
+    cache: dict[Path, dict[str, Any]] = {}
+    return {
+        n["name"]: node_expect(doc, n, group_vars(folder, n, cache) if folder else None)
+        for n in doc["nodes"]
+        if wanted is None or n["name"] in wanted
+    }

@@ -68,12 +68,25 @@ def test_unparseable_is_error(probe: Probe) -> None:
         probe.parse("echo garbage", parser)
 
 
-def test_errors_are_cached_so_a_hung_tool_costs_one_timeout(probe: Probe) -> None:
+def test_outputs_are_shared_between_checks_unless_told_not_to(tmp_path: Any) -> None:
+    count = tmp_path / "runs"
+    cmd = f"echo x >> {count}; wc -l < {count}"
+    shared = Probe(testinfra.get_host("local://"), "local", timeout=5)
+    assert shared.run(cmd).strip() == shared.run(cmd).strip() == "1"  # the second read is the first's output
+    assert shared.log[-1].cached
+    alone = Probe(testinfra.get_host("local://"), "local", timeout=5, share=False)
+    assert [alone.run(cmd).strip() for _ in range(2)] == ["2", "3"]  # --cf-no-batch: each check runs it
+    assert not alone.log[-1].cached
+
+
+@pytest.mark.parametrize("share", [True, False], ids=["shared", "unshared"])
+def test_errors_are_cached_so_a_hung_tool_costs_one_timeout(share: bool) -> None:
+    probe = Probe(testinfra.get_host("local://"), "local", timeout=5, share=share)
     with pytest.raises(CheckError):
         probe.run("sleep 30", timeout=1)
     start = time.monotonic()
     with pytest.raises(CheckError, match="hung"):
-        probe.run("sleep 30", timeout=1)
+        probe.run("sleep 29", timeout=1)  # the same tool: not run again, with outputs shared or not
     assert time.monotonic() - start < 0.5
     assert probe.log[-1].cached
 
