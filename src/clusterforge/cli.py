@@ -139,6 +139,7 @@ def _mount_optional(module: str, attr: str, name: str, help_text: str) -> None:
 _mount_optional("clusterforge.lab.cli", "app", "lab", "Local lab: simulated GPU nodes on this machine.")
 _mount_optional("clusterforge.pool.cli", "app", "pool", "Pool membership: status, admit, drain.")
 _mount_optional("clusterforge.records.cli", "app", "certificate", "Node certificates: verify.")
+_mount_optional("clusterforge.records.merge_cli", "app", "records", "Records databases: merge shards.")
 _mount_optional("clusterforge.pulumi.cli", "app", "inventory", "Inventory from a Pulumi stack's outputs.")
 _mount_optional("clusterforge.certify.cli", "certify_app", "certify", "Certify nodes against the plan.")
 _mount_optional("clusterforge.burnin.cli", "burnin_app", "burnin", "Burn-in runs, fleet outlier detection.")

@@ -1,0 +1,72 @@
+"""`clusterforge records merge`: fold the records databases of sharded runs into one (mounted by the CLI).
+
+Controllers that certify or drift-check their own shard (`--shard i/n`) each write a records database; this
+brings them into one, so that certificates, results and pool events of the whole cluster sit side by side.
+Each merge is one transaction and keyed by run UUIDs, certificate digests and event UUIDs: merging a file
+twice adds nothing twice.
+
+Exit codes: 0 merged; 2 bad input (a file missing, or the target itself), nothing merged; 1 a database
+could not be read or written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clusterforge.errors import ExitCode
+
+app = typer.Typer(
+    help="Records databases: merge the shards' databases into one.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _records() -> None:
+    """Records databases: merge the shards' databases into one."""
+
+
+@app.command()
+def merge(
+    shards: Annotated[list[Path], typer.Argument(help="records databases of the shards (e.g. shard-2.db)")],
+    db: Annotated[
+        Path | None,
+        typer.Option(
+            help="database merged into (default: $CLUSTERFORGE_DB or ~/.local/state/clusterforge/records.db)"
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the rows added per file as JSON")] = False,
+) -> None:
+    """Merge SHARDS into the records database (every file checked before any is merged)."""
+    from clusterforge.records._util import default_db_path
+    from clusterforge.records.store import Store
+
+    target = (db or default_db_path()).expanduser()
+    problems = []
+    for s in shards:
+        path = s.expanduser()
+        if not path.is_file():
+            problems.append(f"{s}: no such records database (give the path of a shard's records.db)")
+        elif target.exists() and path.resolve() == target.resolve():
+            problems.append(f"{s}: is the database merged into (pick another --db, or leave this file out)")
+    if problems:
+        for p in problems:
+            typer.echo(f"error: {p}", err=True)
+        typer.echo("nothing merged", err=True)
+        raise typer.Exit(ExitCode.BAD_INPUT)
+    added: dict[str, dict[str, int]] = {}
+    with Store(target) as store:
+        for s in shards:
+            added[str(s)] = dataclasses.asdict(store.merge_from(s))
+            if not as_json:
+                counts = ", ".join(f"{k} {v}" for k, v in added[str(s)].items() if v)
+                typer.echo(f"merged {s} into {target}: {counts or 'nothing new'}")
+    if as_json:
+        typer.echo(json.dumps({"db": str(target), "added": added}, sort_keys=True))
