@@ -33,6 +33,9 @@ def drift_flow(
     console: Console,
     shard: str | None = None,
 ) -> int:
+    from clusterforge.run.ansible import strategy_env
+
+    strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before anything runs
     plan, inv = load_plan(spec)
     report = drift(plan.doc, inv, limit, shard=shard)
     text = render(report, fmt, allow_unreachable)

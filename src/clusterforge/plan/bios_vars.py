@@ -7,16 +7,18 @@ target `lab` the lab BMCs' CA bundle (TLS verification stays on against the lab'
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from clusterforge.spec import bios
 
-LAB_ROOT = "/var/lib/clusterforge/lab"
+LAB_ROOT = "/var/lib/clusterforge/lab"  # the lab's state root unless $CLUSTERFORGE_LAB_STATE names another
 
 
 def lab_ca_path(cluster: str) -> str:
-    """Where `clusterforge.lab.bmc.start_bmcs` writes the lab BMCs' CA certificate."""
-    return f"{LAB_ROOT}/{cluster}/bmc/ca.pem"
+    """Where `clusterforge.lab.bmc.start_bmcs` writes the lab BMCs' CA certificate (under the lab's state
+    root, `$CLUSTERFORGE_LAB_STATE` as the lab itself reads it)."""
+    return f"{os.environ.get('CLUSTERFORGE_LAB_STATE') or LAB_ROOT}/{cluster}/bmc/ca.pem"
 
 
 def all_vars(doc: dict[str, Any]) -> dict[str, Any]:

@@ -71,8 +71,10 @@ def print_report(report: Any, console: Console) -> None:
 
 def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | None = None) -> int:
     """Provision SPEC; with `inventory` (e.g. written by `clusterforge inventory from-stack`) use it as is."""
+    from clusterforge.run.ansible import strategy_env
     from clusterforge.run.provision import provision
 
+    strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before the lab or any node is touched
     if inventory is not None:
         from clusterforge.plan import build_plan
         from clusterforge.spec import load_spec

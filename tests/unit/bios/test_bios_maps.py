@@ -104,7 +104,8 @@ def test_same_compares_values_not_encodings() -> None:
     assert not bios.same("Enabled", "Disabled")
 
 
-def test_bios_vars_renders_the_maps_and_the_lab_ca() -> None:
+def test_bios_vars_renders_the_maps_and_the_lab_ca(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLUSTERFORGE_LAB_STATE", raising=False)
     doc = {
         "cluster": "lab",
         "target": "lab",
@@ -115,5 +116,7 @@ def test_bios_vars_renders_the_maps_and_the_lab_ca() -> None:
     assert list(out["bios_vendor_maps"]) == ["generic"]
     assert out["bios_vendor_maps"]["generic"]["set"]["PcieAcs"] == "Disabled"
     assert out["bios_ca_path"] == "/var/lib/clusterforge/lab/lab/bmc/ca.pem"
+    monkeypatch.setenv("CLUSTERFORGE_LAB_STATE", "/srv/cf-lab")  # a lab kept elsewhere: its CA is there
+    assert bios_vars.all_vars(doc)["bios_ca_path"] == "/srv/cf-lab/lab/bmc/ca.pem"
     bm = bios_vars.all_vars({**doc, "target": "baremetal", "nodes": [{"name": "a"}]})
     assert sorted(bm["bios_vendor_maps"]) == sorted(bios.VENDORS) and "bios_ca_path" not in bm

@@ -141,33 +141,27 @@ def test_a_signal_cancels_the_run_and_is_raised_then_handlers_come_back(
 
 
 # -- before/after for service tasks (Ansible's service modules report a change without a diff) ----------
-def test_service_start_in_check_mode_gets_a_before_and_after() -> None:
+@pytest.mark.parametrize(
+    ("module", "name", "active", "boot", "before", "after"),
+    [
+        # a start in check mode: enablement unchanged, so not listed
+        ("ansible.builtin.systemd_service", "nvidia-persistenced.service", "inactive", "enabled",
+         "nvidia-persistenced.service: inactive\n", "nvidia-persistenced.service: active\n"),
+        # only the boot state changes
+        ("ansible.builtin.systemd", "irqbalance", "active", "disabled",
+         "irqbalance at boot: disabled\n", "irqbalance at boot: enabled\n"),
+    ],
+    ids=["start", "enable-only"],
+)  # fmt: skip
+def test_service_task_gets_a_before_and_after(
+    module: str, name: str, active: str, boot: str, before: str, after: str
+) -> None:
     from clusterforge.run.task_diff import task_diff as _task_diff
 
-    res = {
-        "changed": True,
-        "name": "nvidia-persistenced.service",
-        "state": "started",
-        "enabled": True,
-        "status": {"ActiveState": "inactive", "UnitFileState": "enabled"},
-    }
-    (d,) = _task_diff(res, "ansible.builtin.systemd_service")
-    assert d["before"] == "nvidia-persistenced.service: inactive\n"
-    assert d["after"] == "nvidia-persistenced.service: active\n"  # enablement unchanged: not listed
-
-
-def test_service_enable_only_lists_the_boot_state() -> None:
-    from clusterforge.run.task_diff import task_diff as _task_diff
-
-    res = {
-        "changed": True,
-        "name": "irqbalance",
-        "state": "started",
-        "enabled": True,
-        "status": {"ActiveState": "active", "UnitFileState": "disabled"},
-    }
-    (d,) = _task_diff(res, "ansible.builtin.systemd")
-    assert d["before"] == "irqbalance at boot: disabled\n" and d["after"] == "irqbalance at boot: enabled\n"
+    status = {"ActiveState": active, "UnitFileState": boot}
+    res = {"changed": True, "name": name, "state": "started", "enabled": True, "status": status}
+    (d,) = _task_diff(res, module)
+    assert (d["before"], d["after"]) == (before, after)
 
 
 def test_task_diff_keeps_module_diffs_and_ignores_unchanged_or_other_modules() -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from clusterforge.errors import ExitCode, InputError
 from clusterforge.run import ansible
 from clusterforge.run.naive import naive_env, stock_env, stock_runner
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_default_is_mitogen_linear_from_the_installed_package(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,3 +56,25 @@ def test_bench_variants_differ_only_in_what_they_measure(monkeypatch: pytest.Mon
     with stock_runner():
         assert ansible.runner_env(4)["ANSIBLE_STRATEGY"] == "linear"
     assert ansible.runner_env is before
+
+
+@pytest.mark.parametrize("command", ["provision", "drift"])
+def test_a_bad_strategy_stops_the_cli_before_anything_runs(
+    command: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    from clusterforge import cli
+    from clusterforge.run import pipeline
+
+    touched: list[str] = []
+    monkeypatch.setattr(pipeline, "ensure_lab", lambda *a, **k: touched.append("lab"))
+    monkeypatch.setattr(pipeline, "load_plan", lambda *a, **k: touched.append("plan"))
+    monkeypatch.setenv(ansible.STRATEGY_ENV, "free")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["clusterforge", command, str(REPO / "inventory/clusters/lab.yaml")])
+    with pytest.raises(SystemExit) as end:
+        cli.main()
+    assert end.value.code == ExitCode.BAD_INPUT
+    assert ansible.STRATEGY_ENV in capsys.readouterr().err
+    assert touched == [] and not (tmp_path / "inventory").exists()  # no plan written, no lab started
