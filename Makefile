@@ -9,7 +9,7 @@ CLUSTER ?= $(basename $(notdir $(SPEC)))
 PYTEST_ARGS ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help venv system-deps collections plan test test-unit lint provision certify burnin drift up lab-up lab-down bench clean
+.PHONY: help venv system-deps collections plan test test-unit lint provision certify burnin drift up lab-up lab-down bench bench-quick clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*##"; printf "clusterforge targets (SPEC=$(SPEC)):\n"} /^[a-zA-Z_-]+:.*##/ {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -71,8 +71,11 @@ lint: venv collections ## ruff, mypy, ansible-lint (production profile, offline)
 	$(BIN)/mypy
 	cd playbooks && ../$(BIN)/ansible-lint --offline --profile production
 
-bench: venv ## Benchmarks; writes bench/results.json and a table
-	$(BIN)/python bench/run.py
+bench: venv ## Every stage at every size the scale issue names (~1.5 h on 2 cores, root); bench/results.json
+	$(BIN)/python bench/run.py --full
+
+bench-quick: venv ## The short subset: plan 1k/10k and the 4-node lab stages (~15 min)
+	$(BIN)/python bench/run.py --quick
 
 clean: ## Remove generated files and caches (not the lab image cache)
 	rm -rf inventory/generated .pytest_cache .mypy_cache .ruff_cache

@@ -9,9 +9,10 @@ Stages (choose with --stages; sizes with the flags below):
              (clusterforge.run.naive: forks 5, no pipelining, no ControlPersist, no fact cache)
   certify    quick tier, 4 / 16 nodes (32 with --full; nodes provisioned only where a provision or drift
              stage runs at that size, else pristine: same checks, most fail): end to end (certify_flow), the
-             validators alone with the runner's one SSH session per node, and the validators alone with
-             SSH multiplexing off (ControlMaster no: a new connection per command). The runner exposes no
-             "connection per check" mode; reads stay batched (validators' prefetch) in both variants.
+             validators alone with the runner's one SSH session per node, the validators alone with
+             SSH multiplexing off (ControlMaster no: a new connection per command; reads still batched),
+             and the naive baseline: multiplexing off and the validators' --cf-no-batch (no batched
+             prefetch, no output shared between checks: every check opens its own connections)
   drift      `clusterforge drift` (check+diff site.yml + quick validators + certificates), 4 nodes (16 --full)
 
 The lab stages need root and a host with no other lab up: the run waits (--wait-lab) for other labs to go,
@@ -22,6 +23,7 @@ Facts, records and certificates go to a private temporary folder.
     .venv/bin/python bench/run.py                      # default set
     .venv/bin/python bench/run.py --quick              # plan 1k/10k + 4-node lab, provision, certify, drift
     .venv/bin/python bench/run.py --full               # adds 32-node lab/certify, 16-node provision/drift
+                                                       # (`make bench`; `make bench-quick` is --quick)
     .venv/bin/python bench/run.py --stages plan --plan-cases 100k
 """
 
@@ -100,6 +102,12 @@ COMPARISONS = (
         "certification validators: no SSH multiplexing / one session per node",
         "certify",
         "validators no-mux",
+        "validators",
+    ),
+    (
+        "certification validators: naive (a connection per check) / tuned",
+        "certify",
+        "validators naive",
         "validators",
     ),
 )
@@ -414,7 +422,23 @@ def bench_certify(
     validators("validators")
     with no_ssh_multiplexing():
         validators("validators no-mux")
+        with _environ(CLUSTERFORGE_VALIDATORS_NO_BATCH="1"):  # validators' --cf-no-batch
+            validators("validators naive")
     return rows
+
+
+@contextlib.contextmanager
+def _environ(**values: str) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def bench_drift(doc: dict[str, Any], inv: Path, n: int) -> list[Row]:
