@@ -215,3 +215,58 @@ def test_unknown_kind_and_params(node: SimNode) -> None:
     node.fault("slow-gpu", gpu=1)
     node.ok("fault", "clear", "all")
     assert node.state["faults"] == {}
+
+
+def test_periodic_enforcement_holds_the_lock_so_a_clear_is_not_undone(node: SimNode) -> None:
+    """kerneld re-asserts fault side effects every 2 s; it must act on the state as it is under the lock,
+    never on a copy read before `fault clear` ran (that put a cleared MTU fault back in a lab run)."""
+    import threading
+
+    from clusterforge.lab.sim import state as S
+
+    node.fault("mtu-reverted", rail=0)
+    with node.env():
+        entered, release = threading.Event(), threading.Event()
+
+        def reader() -> None:
+            with S.held() as st:
+                assert "mtu-reverted" in st["faults"]
+                entered.set()
+                release.wait(5)
+
+        t = threading.Thread(target=reader)
+        t.start()
+        assert entered.wait(5)
+        cleared = threading.Thread(target=lambda: node.clear("mtu-reverted"))
+        cleared.start()
+        cleared.join(0.3)
+        assert cleared.is_alive(), "fault clear went ahead while a reader held the state lock"
+        release.set()
+        t.join(5)
+        cleared.join(5)
+        assert not cleared.is_alive()
+        with S.held() as st:
+            assert "mtu-reverted" not in st["faults"]  # held() wrote nothing back over the clear
+
+
+def test_kerneld_does_not_enforce_a_fault_cleared_after_its_unlocked_read(
+    node: SimNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterforge.lab.sim import daemons
+    from clusterforge.lab.sim import state as S
+
+    node.fault("mtu-reverted", rail=0)
+    stale = node.state  # what kerneld's lock-free read saw just before `fault clear` ran
+    node.clear("mtu-reverted")
+    real_load, reads = S.load, []
+
+    def load() -> dict:
+        reads.append(1)
+        return stale if len(reads) == 1 else real_load()
+
+    ran: list[list[str]] = []
+    monkeypatch.setattr(S, "load", load)
+    monkeypatch.setattr(faults, "_sh", ran.append)
+    with node.env():
+        assert daemons.kerneld(["--once"]) == 0
+    assert not [a for a in ran if "mtu" in a], f"kerneld put the cleared MTU fault back: {ran}"

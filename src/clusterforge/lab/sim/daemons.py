@@ -221,10 +221,11 @@ def kerneld(argv: list[str]) -> int:
             sysfs.populate_rdma_cm(st)
             sysfs.normalize_thp()
             if tick % 10 == 0:
-                sysfs.refresh_ports(st)
-                sysfs.render_ecn(st)  # rails that appeared after boot
-                if st.get("faults"):
-                    faults.enforce(st)
+                with S.held() as cur:  # a fault set or cleared meanwhile is not undone from a stale copy
+                    sysfs.refresh_ports(cur)
+                    sysfs.render_ecn(cur)  # rails that appeared after boot
+                    if cur.get("faults"):
+                        faults.enforce(cur)
             if tick % 25 == 0:
                 _hugepage_sync(st, last)
         except (OSError, ValueError, KeyError) as e:

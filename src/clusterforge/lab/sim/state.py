@@ -234,15 +234,32 @@ def save(state: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def locked() -> Iterator[dict[str, Any]]:
-    """Read-modify-write the state under an exclusive lock (tools run concurrently)."""
+def _lock() -> Iterator[None]:
     lock = paths.p(paths.STATE + ".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a") as lf:
         fcntl.flock(lf, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
+def locked() -> Iterator[dict[str, Any]]:
+    """Read-modify-write the state under an exclusive lock (tools run concurrently)."""
+    with _lock():
         st = load()
         yield st
         save(st)
+
+
+@contextlib.contextmanager
+def held() -> Iterator[dict[str, Any]]:
+    """Read the state and keep the lock while acting on it, writing nothing back.
+
+    For a reader whose side effects follow the state (the periodic fault enforcement): acting on a
+    copy read before a writer's change would undo that change, e.g. put a cleared fault's MTU back.
+    """
+    with _lock():
+        yield load()
 
 
 def next_run(tag: str = "") -> tuple[dict[str, Any], int]:
