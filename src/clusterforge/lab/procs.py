@@ -61,10 +61,15 @@ def spawn_daemon(
             check=True,
             env=dict(env or os.environ),
         )
-    if not wait_until(lambda: read_pid(pidfile) is not None, timeout):
+    pid: int | None = None
+
+    def written() -> bool:  # keep the pid as read: the daemon may rewrite its pidfile right after
+        nonlocal pid
+        pid = read_pid(pidfile)
+        return pid is not None
+
+    if not wait_until(written, timeout) or pid is None:
         raise RuntimeError(f"{argv[0]} did not start (see {logfile})")
-    pid = read_pid(pidfile)
-    assert pid is not None
     # the pidfile is written by the wrapper shell just before it execs argv: wait for the exec, so that
     # callers checking the command name (`live_pid(pidfile, comm)`) never see the shell
     wait_until(lambda: _argv0(pid) in (argv[0], None), timeout)

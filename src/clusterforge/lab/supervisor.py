@@ -135,7 +135,10 @@ class Supervisor:
 
 def main() -> int:
     node_dir = Path(sys.argv[1])
-    (node_dir / "supervisor.pid").write_text(f"{os.getpid()}\n")
+    pidfile = node_dir / "supervisor.pid"
+    tmp = pidfile.with_name(f".supervisor.pid.{os.getpid()}")
+    tmp.write_text(f"{os.getpid()}\n")
+    tmp.replace(pidfile)  # atomic: a reader never sees it empty (the launcher has already put our pid there)
     try:
         return Supervisor(node_dir).run()
     finally:
