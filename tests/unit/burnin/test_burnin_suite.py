@@ -17,7 +17,7 @@ from clusterforge.burnin import suite
 from clusterforge.certify.expect import NodeExpect, node_expect
 from clusterforge.hw import nvbandwidth
 
-REAL = REPO.parent / "shared/fixtures/real"
+REAL = REPO / "tests/fixtures/real"
 NCCL = REAL / "nccl-all_reduce_perf__h100x8-gke-a3-1node-elideng__1.txt"
 STUBS = {
     "dcgmi": f"cat {REAL / 'dcgmi-diag-json__r2-1gpu-virtualclient__3.txt'}",

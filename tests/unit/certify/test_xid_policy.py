@@ -1,6 +1,6 @@
-"""The Xid policy (src/clusterforge/certify/xid_policy.yaml) on real kernel logs from shared/fixtures/real/.
+"""The Xid policy (src/clusterforge/certify/xid_policy.yaml) on real kernel logs from tests/fixtures/real/.
 
-Provenance of each capture is in shared/fixtures/real/SOURCES.md; the source is repeated beside each case.
+Provenance of each capture is in tests/fixtures/real/SOURCES.md; the source is repeated beside each case.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from clusterforge.certify.xid import parse_policy, policy
 from clusterforge.hw import xid as xid_log
 
-REAL = Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "real"
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 
 # file -> (Xids that are fatal under the policy, Xids that are not, source)
 CASES = {
@@ -58,8 +58,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_real_logs(name: str) -> None:
     path = REAL / name
-    if not path.exists():
-        pytest.skip(f"shared real fixtures not found at {REAL}")
+    assert path.is_file(), f"real fixture {name} missing from {REAL}"
     fatal_want, other_want, _source = CASES[name]
     events = xid_log.parse(path.read_text())
     pol = policy()

@@ -1,8 +1,8 @@
 """Shared helpers for the hardware-parser tests.
 
-Real captured outputs live outside the repository, in ``shared/fixtures/real/`` beside the repo root
-(``/work/shared`` next to ``/work/main``); they are read-only and must never be edited. Provenance of every
-file is in ``SOURCES.md`` in that folder. Fixtures found for this project's own use (no real capture
+Real captured outputs live in ``tests/fixtures/real/`` (copied verbatim from the project's shared reference
+set); they must never be edited to make a parser pass. Provenance of every file is in ``SOURCES.md`` in
+that folder. Fixtures found for this project's own use (no real capture
 existed in the shared set) live in ``tests/unit/hw/fixtures/`` with their source cited in the tests.
 """
 
@@ -14,14 +14,13 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-REAL_DIR = REPO_ROOT.parent / "shared" / "fixtures" / "real"
+REAL_DIR = REPO_ROOT / "tests" / "fixtures" / "real"
 LOCAL_DIR = Path(__file__).resolve().parent / "fixtures"
 
 
 def real_dir() -> Path:
-    """The shared real-fixture folder; skips the calling test when it is absent."""
-    if not REAL_DIR.is_dir():
-        pytest.skip(f"real captured fixtures not found at {REAL_DIR} (expected beside the repo root)")
+    """The real-fixture folder of the repository (a missing folder is a broken checkout: the test fails)."""
+    assert REAL_DIR.is_dir(), f"real captured fixtures not found at {REAL_DIR}"
     return REAL_DIR
 
 

@@ -71,6 +71,47 @@ PARSERS: dict[str, Parser] = {
     "xid": xid.parse,
 }
 
+#: Captured outputs in tests/fixtures/real/ that no parser reads yet, by the feature (issue) that will:
+#: a capture is added here deliberately, and leaves when its parser lands in PARSERS.
+PENDING: dict[str, str] = {
+    "dcgm-exporter-metrics": "#21 observability: dcgm-exporter series",
+    "dmesg-aer": "#15 item 7: dmesg --decode lines",
+    "dpkg-l-nvidia": "#15 item 5: software checks on dpkg",
+    "ethtool-S": "#19 counters: per-priority pause",
+    "findmnt-json": "#22 storage: mounts",
+    "fio-json": "#22 storage: fio floors",
+    "gdscheck-p": "#22 storage: GPUDirect Storage",
+    "hw-counters-ls": "#19 counters: RoCE hw_counters",
+    "ibdiagnet": "#19 fabric check",
+    "iblinkinfo": "#19 fabric check",
+    "ibnetdiscover": "#19 fabric check",
+    "ibnetdiscover-p": "#19 fabric check",
+    "ibportstate": "#19 cabling: link speed/width",
+    "ibqueryerrors": "#19 counters: InfiniBand error counters",
+    "lldpcli-json0": "#19 cabling: LLDP",
+    "lldpctl": "#19 cabling: LLDP",
+    "lsblk-json": "#22 storage: scratch devices",
+    "lspci-vvv": "#17 ACS certification",
+    "mlxfwmanager": "#15 item 3: NIC firmware",
+    "mount-grep-nfs": "#22 storage: mounts",
+    "node-exporter-textfile": "#21 observability: textfile collector",
+    "nvidia-smi-q-d-performance": "#21 passive health: throttle reasons",
+    "nvidia-smi-q-d-row-remapper": "#21 passive health: row remaps",
+    "nvidia-smi-q-d-temperature": "#21 passive health: temperatures",
+    "nvidia-smi-query-remapped-rows": "#21 passive health: row remaps",
+    "nvme-list": "#22 storage: scratch devices",
+    "ofed_info-s": "#15 item 2: DOCA-OFED version",
+    "perfquery-E": "#19 counters: InfiniBand error counters",
+    "perfquery-x": "#19 counters: InfiniBand error counters",
+    "rdma-statistic": "#19 counters: RoCE hw_counters",
+    "smpquery-nodeinfo": "#19 fabric check",
+    "sonic-ecnconfig-l": "#19 switch read-back",
+    "sonic-mmuconfig-l": "#19 switch read-back",
+    "sonic-show-interfaces-status": "#19 switch read-back",
+    "sonic-show-pfc-counters": "#19 switch read-back",
+    "sonic-show-queue-counters": "#19 switch read-back",
+}
+
 #: Fixtures whose strict parse must fail, and why (from SOURCES.md); they parse with partial=True
 #: (or, for the ibpanic capture, with ibstat.parse_report).
 STRICT_FAILS: dict[str, str] = {
@@ -117,8 +158,9 @@ def test_real_fixture_folder_matches_sources_md() -> None:
 
 def test_every_fixture_prefix_has_a_parser() -> None:
     real_dir()
-    unclaimed = [n for n in _real_files() + _local_files() if _prefix(n) not in PARSERS]
-    assert unclaimed == []
+    unclaimed = {_prefix(n) for n in _real_files() + _local_files() if _prefix(n) not in PARSERS}
+    assert unclaimed == set(PENDING), "a capture with no parser must be listed in PENDING (and leave it)"
+    assert not set(PENDING) & set(PARSERS), "a prefix with a parser is no longer pending"
 
 
 def test_every_fixture_is_cited_by_a_value_test() -> None:
@@ -126,7 +168,9 @@ def test_every_fixture_is_cited_by_a_value_test() -> None:
     tests_text = "\n".join(
         p.read_text(encoding="utf-8") for p in HERE.glob("test_hw_*.py") if p.name != Path(__file__).name
     )
-    missing = [n for n in _real_files() + _local_files() if n not in tests_text]
+    missing = [
+        n for n in _real_files() + _local_files() if n not in tests_text and _prefix(n) not in PENDING
+    ]
     assert missing == []
 
 
@@ -136,7 +180,7 @@ def test_every_real_fixture_has_a_sources_row() -> None:
     assert missing == []
 
 
-@pytest.mark.parametrize("name", _real_files() + _local_files())
+@pytest.mark.parametrize("name", [n for n in _real_files() + _local_files() if _prefix(n) not in PENDING])
 def test_fixture_parses_as_documented(name: str) -> None:
     path = (LOCAL_DIR / name) if name in _local_files() else (real_dir() / name)
     text = path.read_text(encoding="utf-8")

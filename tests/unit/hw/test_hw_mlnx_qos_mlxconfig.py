@@ -53,6 +53,20 @@ def test_mlnx_qos_fw_controlled_pfc3(real: Real) -> None:
     assert q.tcs[0].ratelimit == "unlimited"
 
 
+def test_mlnx_qos_os_controlled_no_buffer_table(real: Real) -> None:
+    """mlnx_qos__cx-eth4-mlx5_2-trust-dscp-pfc-prio3-only-tsa-vendor-netarbiter__4.txt - github att/netarbiter
+    nvmf/OUTPUTSAMPLE.setup-nic-lossless-layer3.sh.md lines 43-73 @2c2682e6 (``mlnx_qos -i eth4 --pfc
+    0,0,0,1,0,0,0,0``, MLNX_OFED of early 2018): no receive-buffer table, no ``buffer`` row under PFC, every
+    TC ``tsa: vendor`` with no bandwidth share, and TC 0 carrying priority 1 (the kernel's default map)."""
+    q = mlnx_qos.parse(real("mlnx_qos__cx-eth4-mlx5_2-trust-dscp-pfc-prio3-only-tsa-vendor-netarbiter__4.txt"))
+    assert (q.dcbx_mode, q.trust_state, q.cable_len) == ("OS controlled", "dscp", 7)
+    assert q.prio_of_dscp(26) == 3 and q.prio_of_dscp(0) == 0 and q.prio_of_dscp(63) == 7
+    assert q.pfc_priorities == (3,) and q.pfc_buffer is None
+    assert q.receive_buffer_sizes is None and q.max_buffer_size is None
+    assert [(t.tc, t.tsa, t.bw_percent) for t in q.tcs][:2] == [(0, "vendor", None), (1, "vendor", None)]
+    assert q.tcs[0].priorities == (1,) and q.tcs[1].priorities == (0,) and len(q.tcs) == 8
+
+
 def test_mlnx_qos_excerpt(real: Real) -> None:
     """mlnx_qos__roce-rdma0-dscp-husky__excerpt2.txt - host-bench/husky README.md lines 89-99 @a665c9dd.
     EXCERPT: only DCBX/trust/dscp2prio lines -> strict raises (no PFC table); partial reads the map."""

@@ -1,6 +1,6 @@
 """nvidia_smi.parse_q on every ``nvidia-smi-q__*`` real capture.
 
-Fixture sources are quoted from /work/shared/fixtures/real/SOURCES.md (file | source | commit).
+Fixture sources are quoted from tests/fixtures/real/SOURCES.md (file | source | commit).
 """
 
 from __future__ import annotations

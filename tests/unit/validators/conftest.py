@@ -1,4 +1,4 @@
-"""Validators run against a node that answers from real captures (shared/fixtures/real/) or from outputs
+"""Validators run against a node that answers from real captures (tests/fixtures/real/) or from outputs
 written here; commands go through the real Probe (timeouts, exit codes, parsing, cache)."""
 
 from __future__ import annotations
@@ -16,15 +16,14 @@ from clusterforge.certify.expect import NodeExpect, nodes_of
 
 REPO = Path(__file__).resolve().parents[3]
 VALIDATORS = REPO / "validators"
-REAL = REPO.parent / "shared" / "fixtures" / "real"
+REAL = REPO / "tests" / "fixtures" / "real"
 
 Answer = tuple[int, str] | Callable[[], tuple[int, str]]
 
 
 def real(name: str) -> str:
     path = REAL / name
-    if not path.exists():
-        pytest.skip(f"shared real fixtures not found at {REAL}")
+    assert path.is_file(), f"real fixture {name} missing from {REAL}"
     return path.read_text()
 
 

@@ -1,4 +1,4 @@
-"""GPU validators on a real 8x H100 `nvidia-smi -q` (shared/fixtures/real/
+"""GPU validators on a real 8x H100 `nvidia-smi -q` (tests/fixtures/real/
 nvidia-smi-q__h100x8-baremetal-535.161-gpud__1.txt, leptonai/gpud testdata per SOURCES.md) and real
 `topo -m` / kernel-log captures; faults are made by changing a copy of the capture in the test."""
 

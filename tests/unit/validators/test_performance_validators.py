@@ -1,4 +1,4 @@
-"""Full-tier validators on real captures: nvbandwidth D2D on 8x H100 (shared/fixtures/real/
+"""Full-tier validators on real captures: nvbandwidth D2D on 8x H100 (tests/fixtures/real/
 nvbandwidth__h100x8-azure-ndv5-v0.4-alizeechen__1.txt), nccl-tests all_reduce on 8x H100
 (nccl-all_reduce_perf__h100x8-gke-a3-1node-elideng__1.txt, 479.93 GB/s at 8 GiB), dcgmi diag r2 on an H100
 (dcgmi-diag__h100-gke-a3-dcgm338-elideng__1.txt), ib_write_bw on HDR (ib_write_bw__a100-ib-hdr-cx6-mlx5_0-

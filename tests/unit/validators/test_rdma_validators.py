@@ -1,4 +1,4 @@
-"""RDMA validators on real captures: `ibstat` of 8x CX-7 NDR (shared/fixtures/real/
+"""RDMA validators on real captures: `ibstat` of 8x CX-7 NDR (tests/fixtures/real/
 ibstat__h100-cx7-ib400x8-eth200-gpud__4.txt, leptonai/gpud per SOURCES.md; its HCAs are mlx5_0,1,4-9) and
 `mlnx_qos` with PFC on priority 3 (mlnx_qos__cx5-roce-fw-controlled-dcbx-ets-pfc3-pve-blog__3.txt)."""
 

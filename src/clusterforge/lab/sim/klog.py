@@ -63,7 +63,7 @@ def records() -> list[dict[str, Any]]:
 
 
 def xid_lines(bus: str, uuid: str, xid: int, driver_version: str) -> list[tuple[str, int]]:
-    """NVRM lines as the driver prints them (shared/fixtures/real xid__*); bus like 0000:19:00."""
+    """NVRM lines as the driver prints them (tests/fixtures/real xid__*); bus like 0000:19:00."""
     if xid == 79:
         return [
             (f"NVRM: GPU at PCI:{bus}: {uuid}", 4),

@@ -2,7 +2,7 @@
 
 Nothing is timed: the printed bandwidths and latencies are rendered. The noise seed is derived from the
 node name, the node's run counter and what is being measured, so repeated runs differ but a test can
-reproduce one. Nominal values come from real captures (shared/fixtures/real, shared/reference) and are kept
+reproduce one. Nominal values come from real captures (tests/fixtures/real, shared/reference) and are kept
 comfortably above the SKU floors; see NOMINAL_SOURCES and docs/simulator.md.
 """
 

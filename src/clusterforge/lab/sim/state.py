@@ -21,7 +21,7 @@ from typing import Any
 from . import paths
 
 SCHEMA = 1
-# Real HGX 8-GPU board layout (nvidia-smi -q of an 8x H100 HGX, shared/fixtures/real gpud__1).
+# Real HGX 8-GPU board layout (nvidia-smi -q of an 8x H100 HGX, tests/fixtures/real gpud__1).
 HGX_GPU_BUSES = [0x19, 0x3B, 0x4C, 0x5D, 0x9B, 0xBB, 0xCB, 0xDB]
 _VBIOS = {"hopper": "96.00.74.00.0D", "ampere": "92.00.45.00.06", "blackwell": "97.00.51.00.01"}
 _DEVICE_IDS = {"H100": "2330", "H200": "2335", "A100-SXM4-80GB": "20B2", "A100": "20B0", "B200": "2901"}
