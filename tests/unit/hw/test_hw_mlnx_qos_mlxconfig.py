@@ -58,7 +58,8 @@ def test_mlnx_qos_os_controlled_no_buffer_table(real: Real) -> None:
     nvmf/OUTPUTSAMPLE.setup-nic-lossless-layer3.sh.md lines 43-73 @2c2682e6 (``mlnx_qos -i eth4 --pfc
     0,0,0,1,0,0,0,0``, MLNX_OFED of early 2018): no receive-buffer table, no ``buffer`` row under PFC, every
     TC ``tsa: vendor`` with no bandwidth share, and TC 0 carrying priority 1 (the kernel's default map)."""
-    q = mlnx_qos.parse(real("mlnx_qos__cx-eth4-mlx5_2-trust-dscp-pfc-prio3-only-tsa-vendor-netarbiter__4.txt"))
+    name = "mlnx_qos__cx-eth4-mlx5_2-trust-dscp-pfc-prio3-only-tsa-vendor-netarbiter__4.txt"
+    q = mlnx_qos.parse(real(name))
     assert (q.dcbx_mode, q.trust_state, q.cable_len) == ("OS controlled", "dscp", 7)
     assert q.prio_of_dscp(26) == 3 and q.prio_of_dscp(0) == 0 and q.prio_of_dscp(63) == 7
     assert q.pfc_priorities == (3,) and q.pfc_buffer is None
