@@ -168,9 +168,7 @@ def test_every_fixture_is_cited_by_a_value_test() -> None:
     tests_text = "\n".join(
         p.read_text(encoding="utf-8") for p in HERE.glob("test_hw_*.py") if p.name != Path(__file__).name
     )
-    missing = [
-        n for n in _real_files() + _local_files() if n not in tests_text and _prefix(n) not in PENDING
-    ]
+    missing = [n for n in _real_files() + _local_files() if n not in tests_text and _prefix(n) not in PENDING]
     assert missing == []
 
 
