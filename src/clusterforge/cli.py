@@ -11,7 +11,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from clusterforge.burnin import cli as burnin_cli
+from clusterforge.certify import cli as certify_cli
 from clusterforge.errors import ClusterforgeError, ExitCode
+from clusterforge.lab import cli as lab_cli
+from clusterforge.pool import cli as pool_cli
+from clusterforge.pulumi import cli as pulumi_cli
+from clusterforge.records import cli as records_cli
+from clusterforge.records import merge_cli
 
 DEFAULT_SPEC = Path("inventory/clusters/lab.yaml")
 GENERATED = Path("inventory/generated")
@@ -27,8 +34,21 @@ console = Console(stderr=False)
 err = Console(stderr=True)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"clusterforge {version('clusterforge')}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit"),
+    ] = False,
+) -> None:
     """Describe, plan, provision, certify and keep true a GPU training cluster."""
 
 
@@ -115,35 +135,21 @@ def drift(
 
 
 def _certify_after_provision(spec: Path, limit: str | None) -> int:
-    try:
-        from clusterforge.certify.pipeline import certify_flow
-    except ImportError:
-        console.print(
-            "[yellow]certification is not part of this build yet: nodes provisioned, not admitted[/]"
-        )
-        return 0
+    from clusterforge.certify.pipeline import certify_flow
+
     return int(certify_flow(spec, tier="quick", limit=limit, admit=True, console=console))
 
 
-def _mount_optional(module: str, attr: str, name: str, help_text: str) -> None:
-    """Attach a sub-application that lives in its own package."""
-    import importlib
-
-    try:
-        sub = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError):
-        return
-    app.add_typer(sub, name=name, help=help_text)
-
-
-_mount_optional("clusterforge.lab.cli", "app", "lab", "Local lab: simulated GPU nodes on this machine.")
-_mount_optional("clusterforge.pool.cli", "app", "pool", "Pool membership: status, admit, drain.")
-_mount_optional("clusterforge.records.cli", "app", "certificate", "Node certificates: verify.")
-_mount_optional("clusterforge.records.merge_cli", "app", "records", "Records databases: merge shards.")
-_mount_optional("clusterforge.pulumi.cli", "app", "inventory", "Inventory from a Pulumi stack's outputs.")
-_mount_optional("clusterforge.certify.cli", "certify_app", "certify", "Certify nodes against the plan.")
-_mount_optional("clusterforge.burnin.cli", "burnin_app", "burnin", "Burn-in runs, fleet outlier detection.")
-_mount_optional("clusterforge.burnin.cli", "report_app", "report", "Reports of runs (burn-in HTML/JSON).")
+# Command groups: plain imports, so a broken module fails every invocation (and the tests) loudly
+# instead of silently removing its commands.
+app.add_typer(lab_cli.app, name="lab", help="Local lab: simulated GPU nodes on this machine.")
+app.add_typer(pool_cli.app, name="pool", help="Pool membership: status, admit, drain.")
+app.add_typer(records_cli.app, name="certificate", help="Node certificates: verify.")
+app.add_typer(merge_cli.app, name="records", help="Records databases: merge shards.")
+app.add_typer(pulumi_cli.app, name="inventory", help="Inventory from a Pulumi stack's outputs.")
+app.add_typer(certify_cli.certify_app, name="certify", help="Certify nodes against the plan.")
+app.add_typer(burnin_cli.burnin_app, name="burnin", help="Burn-in runs, fleet outlier detection.")
+app.add_typer(burnin_cli.report_app, name="report", help="Reports of runs (burn-in HTML/JSON).")
 
 
 def main() -> None:

@@ -99,10 +99,8 @@ def launcher_for(plan_doc: Mapping[str, Any], opts: Options) -> Launcher | None:
 
 
 def pool_for(plan_doc: Mapping[str, Any]) -> Any:
-    try:
-        from clusterforge.pool.cli import manager_for
-    except ImportError:  # the pool part is not in this build
-        return None
+    from clusterforge.pool.cli import manager_for
+
     return manager_for(dict(plan_doc))
 
 

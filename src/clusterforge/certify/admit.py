@@ -34,10 +34,8 @@ def pool_for(plan_doc: dict[str, Any]) -> Any:
 
     manager = pool_manager(plan_doc)
     if manager is None:
-        try:
-            from clusterforge.pool.cli import manager_for
-        except ImportError:
-            return None
+        from clusterforge.pool.cli import manager_for
+
         manager = manager_for(plan_doc)
     return manager
 

@@ -52,14 +52,9 @@ def drift_flow(
             rep = provision(plan.doc, inv, Options(limit=",".join(nodes)), pool_manager(plan.doc), console)
             rep.write()
             print_report(rep, console)
-            try:
-                from clusterforge.certify.pipeline import certify_flow
+            from clusterforge.certify.pipeline import certify_flow
 
-                certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
-            except ImportError:
-                console.print(
-                    "[yellow]certification not available in this build: nodes fixed, not re-certified[/]"
-                )
+            certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
             report = drift(plan.doc, inv, limit, shard=shard)
             text = render(report, fmt, allow_unreachable)
             console.out(text, end="", highlight=False)

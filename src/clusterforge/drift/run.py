@@ -86,10 +86,8 @@ def _check_and_validate(
 
 def certificate_drift(report: DriftReport, plan_doc: dict[str, Any], hosts: list[str]) -> None:
     """A certificate issued for another expectation digest means what the node is checked against changed."""
-    try:
-        from clusterforge.records.store import latest_certificates
-    except ImportError:
-        return
+    from clusterforge.records.store import latest_certificates
+
     current = {n["name"]: n["expectation_digest"] for n in plan_doc["nodes"]}
     for node, cert in latest_certificates(plan_doc["cluster"], hosts).items():
         if cert and cert.get("expectation_digest") != current.get(node):

@@ -228,17 +228,12 @@ def build_base(dest: Path, mirror: str | None = None) -> Path:
 def _install_sim(root: Path) -> None:
     """Let the simulator install itself into the rootfs (`install(rootfs: Path) -> None`, run as root)."""
     for name in SIM_INSTALL_MODULES:
-        try:
-            mod = importlib.import_module(name)
-        except ImportError:
-            continue
+        mod = importlib.import_module(name)
         if hasattr(mod, "install"):
             log.info("installing the simulator (%s.install)", name)
             mod.install(root)
             return
-    log.info(
-        "no simulator installer (%s): nodes boot without simulated hardware", " / ".join(SIM_INSTALL_MODULES)
-    )
+    raise RuntimeError(f"no simulator installer in {' / '.join(SIM_INSTALL_MODULES)}")
 
 
 @contextlib.contextmanager

@@ -29,11 +29,7 @@ class AptRepo:
         return f"http://{config.HOST_IP}:{config.REPO_PORT}/nvidia"
 
     def build(self) -> Path | None:
-        try:
-            mod = importlib.import_module(BUILDER)
-        except ImportError:
-            log.info("no simulator repo builder (%s): the lab apt repository stays empty", BUILDER)
-            return None
+        mod = importlib.import_module(BUILDER)
         dest = self.root / "nvidia"
         dest.mkdir(parents=True, exist_ok=True)
         # Rebuild only when the simulator's packages change: a rebuilt repository has new hashes (and key),

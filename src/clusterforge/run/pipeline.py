@@ -24,11 +24,9 @@ def load_plan(spec: Path, out: Path = GENERATED) -> tuple[Any, Path]:
 
 
 def pool_manager(plan_doc: dict[str, Any]) -> Any:
-    """The pool manager the spec names, or None when that part is not installed."""
-    try:
-        from clusterforge.pool.cli import manager_for
-    except ImportError:
-        return None
+    """The pool manager the spec names."""
+    from clusterforge.pool.cli import manager_for
+
     return manager_for(plan_doc)
 
 
