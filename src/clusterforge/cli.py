@@ -140,6 +140,31 @@ def _certify_after_provision(spec: Path, limit: str | None) -> int:
     return int(certify_flow(spec, tier="quick", limit=limit, admit=True, console=console))
 
 
+collections_app = typer.Typer(no_args_is_help=True)
+
+
+@collections_app.command("install")
+def collections_install(
+    dest: Annotated[
+        Path | None, typer.Option(help="folder to hold ansible_collections/ (default: see docs/roles.md)")
+    ] = None,
+    wheel_dir: Annotated[Path | None, typer.Option(help="where the ansible wheel is cached")] = None,
+    version: Annotated[str, typer.Option(help="the `ansible` package version to take them from")] = "",
+    sha256: Annotated[str, typer.Option(help="that wheel's SHA-256")] = "",
+) -> None:
+    """Install ansible.posix and community.general from the pinned `ansible` wheel (no Galaxy)."""
+    from clusterforge import ansible_deps, assets
+
+    typer.echo(
+        ansible_deps.install(
+            dest or assets.collections_dir(),
+            wheel_dir,
+            version or ansible_deps.VERSION,
+            sha256 or ansible_deps.SHA256,
+        )
+    )
+
+
 # Command groups: plain imports, so a broken module fails every invocation (and the tests) loudly
 # instead of silently removing its commands.
 app.add_typer(lab_cli.app, name="lab", help="Local lab: simulated GPU nodes on this machine.")
@@ -150,6 +175,7 @@ app.add_typer(pulumi_cli.app, name="inventory", help="Inventory from a Pulumi st
 app.add_typer(certify_cli.certify_app, name="certify", help="Certify nodes against the plan.")
 app.add_typer(burnin_cli.burnin_app, name="burnin", help="Burn-in runs, fleet outlier detection.")
 app.add_typer(burnin_cli.report_app, name="report", help="Reports of runs (burn-in HTML/JSON).")
+app.add_typer(collections_app, name="collections", help="Third-party Ansible collections the roles use.")
 
 
 def main() -> None:

@@ -41,7 +41,17 @@ def test_every_command_group_is_mounted() -> None:
     from clusterforge.cli import app
 
     names = {g.name for g in app.registered_groups}
-    assert names == {"lab", "pool", "certificate", "records", "inventory", "certify", "burnin", "report"}
+    assert names == {
+        "lab",
+        "pool",
+        "certificate",
+        "records",
+        "inventory",
+        "certify",
+        "burnin",
+        "report",
+        "collections",
+    }
 
 
 def test_version() -> None:

@@ -27,11 +27,10 @@ from typing import Any
 
 import yaml
 
+from clusterforge import assets
 from clusterforge.certify.results import CheckResult, NodeResult, read_results
 from clusterforge.run.ansible import lab_env
 
-REPO = Path(__file__).resolve().parents[3]
-VALIDATORS = Path(os.environ.get("CLUSTERFORGE_VALIDATORS", REPO / "validators"))
 TIER_MARKERS = {"quick": "quick", "full": "quick or full", "burnin": "burnin"}
 DEADLINE_S = {"quick": 900, "full": 4 * 3600, "burnin": 24 * 3600}
 SSH_PROBE_S = 60  # a slow login (pam_systemd waits up to 25 s on a busy logind) is not an unreachable node
@@ -140,7 +139,7 @@ def pytest_argv(plan_path: Path, ssh: SshSetup, node: str, tier: str, results: P
         sys.executable,
         "-m",
         "pytest",
-        str(VALIDATORS),
+        str(assets.validators()),
         "-m",
         TIER_MARKERS[tier],
         "--plan",

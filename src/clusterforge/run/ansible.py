@@ -20,11 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusterforge import assets
 from clusterforge.run.task_diff import task_diff
 
-REPO = Path(__file__).resolve().parents[3]
-PLAYBOOKS = REPO / "playbooks"
-COLLECTIONS = REPO / "collections"
 FACT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clusterforge" / "facts"
 
 
@@ -137,8 +135,8 @@ def runner_env(forks: int | None = None, strategy: str | None = None) -> dict[st
     venv_bin = str(Path(sys.executable).parent)
     env = {
         "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-        "ANSIBLE_COLLECTIONS_PATH": f"{PLAYBOOKS / 'collections'}:{COLLECTIONS}",
-        "ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles"),
+        "ANSIBLE_COLLECTIONS_PATH": f"{assets.playbooks() / 'collections'}:{assets.collections_dir()}",
+        "ANSIBLE_ROLES_PATH": str(assets.playbooks() / "roles"),
         "ANSIBLE_HOST_KEY_CHECKING": "True",
         "ANSIBLE_PIPELINING": "True",
         "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=120s -o ServerAliveInterval=15",
@@ -150,7 +148,7 @@ def runner_env(forks: int | None = None, strategy: str | None = None) -> dict[st
         "ANSIBLE_DISPLAY_SKIPPED_HOSTS": "False",
         "ANSIBLE_NOCOLOR": "1",
     }
-    cfg = PLAYBOOKS / "ansible.cfg"
+    cfg = assets.playbooks() / "ansible.cfg"
     if cfg.exists():
         env["ANSIBLE_CONFIG"] = str(cfg)
     if forks:
@@ -269,7 +267,7 @@ def run_playbook(
         with _cancel_on_signal() as cancelled:
             r = ansible_runner.run(
                 private_data_dir=str(pdd),
-                project_dir=str(PLAYBOOKS),
+                project_dir=str(assets.playbooks()),
                 playbook=playbook,
                 inventory=str(inv_file),
                 limit=limit,
