@@ -45,7 +45,7 @@ certify: venv ## Certify nodes of SPEC (TIER=quick|full)
 burnin: venv ## Burn-in run on drained nodes of SPEC
 	$(BIN)/clusterforge burnin $(SPEC) --iterations $(or $(ITERATIONS),3)
 
-drift: venv ## Compare every node with the declared state (exit 3 on drift)
+drift: venv collections ## Compare every node with the declared state (exit 3 on drift)
 	$(BIN)/clusterforge drift $(SPEC) $(DRIFT_ARGS)
 
 up: ## pulumi up in stacks/cluster (needs the Pulumi CLI)

@@ -40,7 +40,7 @@ def junit(r: DriftReport) -> str:
     suite = ET.Element(
         "testsuite",
         name=f"drift-{r.cluster}",
-        tests=str(len(r.nodes)),
+        tests=str(len(r.nodes) + len(r.errors)),  # every testcase: one per node, one per tool error
         failures=str(sum(1 for v in r.by_node().values() if v)),
         errors=str(len(r.errors)),
     )

@@ -66,3 +66,13 @@ def test_unreachable_is_drift_unless_allowed():
     assert r.drifted() is True
     assert r.drifted(allow_unreachable=True) is False
     assert "no drift" in formats.text(r, allow_unreachable=True)
+
+
+def test_junit_counts_tool_errors_as_tests():
+    """JUnit readers check tests >= failures + errors: a tool error is a testcase and counts in `tests`."""
+    r = DriftReport("lab", "c" * 64, ["n1", "n2"])
+    r.items = [DriftItem("n1", "mtu", "9000", "1500", "validator rdma.mtu")]
+    r.errors = ["site.yml: not run (ansible-playbook rc 1)"]
+    suite = ET.fromstring(formats.junit(r))
+    assert len(suite.findall("testcase")) == int(suite.get("tests")) == 3
+    assert (suite.get("failures"), suite.get("errors")) == ("1", "1")
