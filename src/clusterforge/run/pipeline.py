@@ -65,6 +65,10 @@ def print_report(report: Any, console: Console) -> None:
     console.print(t)
     if report.aborted:
         console.print(f"[red]aborted[/]: {report.aborted}")
+    if report.tool_error:
+        console.print(f"[red]the tool failed[/]: {report.tool_error}")
+    elif not report.ok and report.logs:
+        console.print(f"Ansible output and events: {report.logs}")
 
 
 def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | None = None) -> int:
@@ -100,4 +104,6 @@ def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | No
     path = report.write()
     print_report(report, console)
     console.print(f"run record: {path}")
+    if report.tool_error:
+        return int(ExitCode.TOOL_FAILED)
     return int(ExitCode.OK if report.ok else ExitCode.NOT_AS_DECLARED)

@@ -21,6 +21,7 @@ from rich.console import Console
 
 from clusterforge.run.ansible import PlaybookResult, lab_env, run_playbook
 from clusterforge.run.batches import batches, over_fail_limit
+from clusterforge.run.logs import PLAYBOOK_RAN, run_logs
 from clusterforge.run.progress import Progress
 from clusterforge.run.shard import forks_for
 
@@ -69,6 +70,8 @@ class ProvisionReport:
     started: float
     ended: float = 0.0
     aborted: str = ""
+    tool_error: str = ""  # ansible-playbook itself failed (not a host): exit 1, not 3
+    logs: str = ""
     hosts: dict[str, HostRecord] = field(default_factory=dict)
     who: str = field(default_factory=lambda: getpass.getuser())
     where: str = field(default_factory=socket.gethostname)
@@ -79,7 +82,7 @@ class ProvisionReport:
 
     @property
     def ok(self) -> bool:
-        return not self.failed and not self.aborted
+        return not self.failed and not self.aborted and not self.tool_error
 
     def write(self, folder: Path | None = None) -> Path:
         folder = folder or STATE / "runs"
@@ -150,6 +153,8 @@ def provision(
     rollout = plan_doc["rollout"]
     env = lab_env(plan_doc)  # the lab BMCs' account for the bios role (a path, never the password)
     groups = batches(hosts, rollout["serial"])
+    logs = run_logs("provision", report.run_id)
+    report.logs = str(logs)
     failed_total = 0
     progress = Progress(console, hosts)
     with progress:
@@ -165,8 +170,11 @@ def provision(
                 forks=opts.forks or forks_for(len(batch)),
                 on_event=progress.event,
                 env=env,
+                keep_artifacts=logs / f"batch-{i}",
             )
             _merge(report, res)
+            if res.rc not in PLAYBOOK_RAN:
+                report.tool_error = f"ansible-playbook site.yml rc {res.rc} ({res.status}); log: {logs}"
             for h in batch:  # a host the run never reached (no inventory match, a crash) did not converge
                 if h not in res.hosts:
                     report.hosts[h] = HostRecord(
@@ -183,6 +191,8 @@ def provision(
             failed_total += sum(
                 1 for h in batch if report.hosts.get(h, HostRecord(h)).status in ("failed", "unreachable")
             )
+            if report.tool_error:
+                break
             if over_fail_limit(failed_total, len(hosts), rollout["max_fail_percentage"]) and i < len(groups):
                 report.aborted = (
                     f"{failed_total} of {len(hosts)} hosts failed, over max_fail_percentage "
@@ -190,7 +200,8 @@ def provision(
                 )
                 break
     for h in hosts:
-        report.hosts.setdefault(h, HostRecord(h, status="skipped" if report.aborted else "ok"))
+        stopped = report.aborted or report.tool_error
+        report.hosts.setdefault(h, HostRecord(h, status="skipped" if stopped else "ok"))
     report.ended = time.time()
     return report
 

@@ -190,3 +190,41 @@ def test_a_loop_task_carries_the_diffs_of_its_changed_items() -> None:
         ],
     }
     assert _task_diff(res, "clusterforge.node.command_setting") == [mtu]
+
+
+def test_a_playbook_that_cannot_run_is_a_tool_failure_with_its_log_kept(
+    inventory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ansible-playbook's own failure (here: a playbook that does not parse) is exit 1 material, not drift,
+    and its output is kept under the records folder (never the environment ansible-runner also saves)."""
+    from rich.console import Console
+
+    from clusterforge.run.logs import PLAYBOOK_RAN
+    from clusterforge.run.provision import Options, provision
+
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "site.yml").write_text(
+        "- hosts: all\n  tasks: [ {name: broken, ansible.builtin.nosuchmodule: {}} ]\n"
+    )
+    monkeypatch.setenv("CLUSTERFORGE_PLAYBOOKS", str(books))
+    monkeypatch.setenv("CLUSTERFORGE_DB", str(tmp_path / "records" / "records.db"))
+    monkeypatch.setenv("CLUSTERFORGE_SECRET_PROBE", "s3cret-value")
+    plan_doc = {
+        "cluster": "t",
+        "plan_hash": "0" * 64,
+        "target": "baremetal",
+        "rollout": {"serial": "100%", "max_fail_percentage": 0},
+        "nodes": [{"name": "n1"}],
+    }
+    report = provision(plan_doc, inventory, Options(), None, Console(file=open(os.devnull, "w")))  # noqa: SIM115
+    assert not report.ok and report.tool_error and "rc " in report.tool_error
+    assert report.hosts["n1"].status == "failed"
+    logs = Path(report.logs)
+    assert logs.parent == tmp_path / "records" / "logs" and oct(logs.stat().st_mode & 0o777) == "0o700"
+    kept = [p for p in logs.rglob("*") if p.is_file()]
+    assert any(p.name == "stdout" and "nosuchmodule" in p.read_text() for p in kept)
+    assert not [p for p in kept if p.name in ("env", "envvars", "command")]
+    assert not [p for p in kept if "s3cret-value" in p.read_text(errors="replace")]
+    res = run_playbook("site.yml", inventory)
+    assert res.rc not in PLAYBOOK_RAN
