@@ -20,7 +20,6 @@ from clusterforge.pulumi import cli as pulumi_cli
 from clusterforge.records import cli as records_cli
 from clusterforge.records import merge_cli
 
-DEFAULT_SPEC = Path("inventory/clusters/lab.yaml")
 GENERATED = Path("inventory/generated")
 
 app = typer.Typer(
@@ -52,12 +51,17 @@ def _root(
     """Describe, plan, provision, certify and keep true a GPU training cluster."""
 
 
-SpecArg = Annotated[Path, typer.Argument(help="cluster spec (YAML)", show_default=True)]
+# No default spec: a command that changes nodes must be told which cluster (or CLUSTERFORGE_SPEC), so a
+# bare `clusterforge provision` on a production controller never stands up the lab.
+SpecArg = Annotated[
+    Path,
+    typer.Argument(help="cluster spec (YAML); default: $CLUSTERFORGE_SPEC", envvar="CLUSTERFORGE_SPEC"),
+]
 
 
 @app.command()
 def plan(
-    spec: SpecArg = DEFAULT_SPEC,
+    spec: SpecArg,
     out: Annotated[Path, typer.Option(help="output root; files go to OUT/<cluster>/")] = GENERATED,
     as_json: Annotated[bool, typer.Option("--json", help="print a machine-readable summary")] = False,
     svg: Annotated[bool, typer.Option(help="render topology.svg with Graphviz")] = True,
@@ -78,7 +82,7 @@ def plan(
 
 @app.command()
 def provision(
-    spec: SpecArg = DEFAULT_SPEC,
+    spec: SpecArg,
     limit: Annotated[str | None, typer.Option(help="Ansible host pattern")] = None,
     tags: Annotated[str | None, typer.Option(help="only these role tags")] = None,
     check: Annotated[bool, typer.Option("--check", help="predict changes, change nothing")] = False,
@@ -114,7 +118,7 @@ def provision(
 
 @app.command()
 def drift(
-    spec: SpecArg = DEFAULT_SPEC,
+    spec: SpecArg,
     fmt: Annotated[str, typer.Option("--format", help="text | json | junit | markdown")] = "text",
     limit: Annotated[str | None, typer.Option(help="Ansible host pattern")] = None,
     allow_unreachable: Annotated[

@@ -61,3 +61,22 @@ def test_version() -> None:
 
     r = CliRunner().invoke(app, ["--version"])
     assert r.exit_code == 0 and r.output.startswith("clusterforge ") and r.output.split()[1][0].isdigit()
+
+
+def test_commands_that_change_nodes_need_a_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No command falls back to the lab spec: without SPEC (or CLUSTERFORGE_SPEC) it is a usage error."""
+    from typer.testing import CliRunner
+
+    from clusterforge.cli import app
+
+    monkeypatch.delenv("CLUSTERFORGE_SPEC", raising=False)
+    for argv in (
+        ["provision"],
+        ["drift"],
+        ["plan"],
+        ["certify"],
+        ["burnin"],
+        ["pool", "drain", "n1", "--reason", "x"],
+    ):
+        r = CliRunner().invoke(app, argv)
+        assert r.exit_code == 2, (argv, r.output)

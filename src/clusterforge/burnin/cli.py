@@ -16,7 +16,6 @@ import typer
 
 from clusterforge.errors import ClusterforgeError, ExitCode
 
-DEFAULT_SPEC = Path("inventory/clusters/lab.yaml")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])", re.I)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -48,7 +47,13 @@ def parse_duration(text: str) -> float:
 
 @burnin_app.callback(invoke_without_command=True)
 def burnin(
-    spec: Annotated[Path, typer.Argument(help="cluster spec (YAML)")] = DEFAULT_SPEC,
+    spec: Annotated[
+        Path | None,
+        typer.Argument(
+            help="cluster spec (YAML); default: $CLUSTERFORGE_SPEC, or the resumed run's",
+            envvar="CLUSTERFORGE_SPEC",
+        ),
+    ] = None,
     duration: Annotated[str | None, typer.Option(help="run iterations for this long (8h, 90m)")] = None,
     iterations: Annotated[int | None, typer.Option(min=1, help="run this many iterations")] = None,
     limit: Annotated[str | None, typer.Option(help="Ansible host pattern (default: every node)")] = None,
@@ -130,7 +135,7 @@ def burnin(
 
 
 def _plan(
-    spec: Path, limit: str | None, resume: str | None, db: Path | None
+    spec: Path | None, limit: str | None, resume: str | None, db: Path | None
 ) -> tuple[Path, dict[str, Any], Path, list[str]]:
     from clusterforge.run.pipeline import load_plan
     from clusterforge.run.provision import resolve_hosts
@@ -141,7 +146,9 @@ def _plan(
 
         with BurninDB(db or default_db_path()) as bdb:
             stored = bdb.get(resume)
-        spec = Path(stored.spec_path or spec)
+        spec = Path(stored.spec_path) if stored.spec_path else spec
+    if spec is None:
+        raise typer.BadParameter("name the cluster spec (SPEC or CLUSTERFORGE_SPEC), or --resume a run")
     plan, inventory = load_plan(spec)
     names = resolve_hosts(inventory, limit)
     if not names:

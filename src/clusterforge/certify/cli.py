@@ -24,7 +24,10 @@ certify_app = typer.Typer(
 
 @certify_app.callback(invoke_without_command=True)
 def certify(
-    spec: Annotated[Path, typer.Argument(help="cluster spec (YAML)")] = Path("inventory/clusters/lab.yaml"),
+    spec: Annotated[
+        Path,
+        typer.Argument(help="cluster spec (YAML); default: $CLUSTERFORGE_SPEC", envvar="CLUSTERFORGE_SPEC"),
+    ],
     tier: Annotated[
         str, typer.Option(help="quick (state, seconds) | full (+ DCGM and bandwidth) | burnin")
     ] = "quick",

@@ -15,7 +15,6 @@ import typer
 from clusterforge.errors import ClusterforgeError, ExitCode
 from clusterforge.pool.base import PoolManager, sanitize_reason
 
-DEFAULT_SPEC = Path("inventory/clusters/lab.yaml")
 MANAGERS = ("file", "slurm", "kubernetes")
 
 app = typer.Typer(
@@ -26,7 +25,12 @@ app = typer.Typer(
 )
 
 PlanOpt = Annotated[Path | None, typer.Option(help="plan.json (inventory/generated/<cluster>/plan.json)")]
-SpecOpt = Annotated[Path, typer.Option(help="cluster spec, used when --plan is not given")]
+SpecOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="cluster spec, when --plan is not given (default $CLUSTERFORGE_SPEC)", envvar="CLUSTERFORGE_SPEC"
+    ),
+]
 ManagerOpt = Annotated[str | None, typer.Option(help="file | slurm | kubernetes (default: the plan's)")]
 RegistryOpt = Annotated[
     Path | None,
@@ -40,7 +44,7 @@ DbOpt = Annotated[
 ]
 
 
-def load_plan(plan: Path | None, spec: Path) -> dict[str, Any]:
+def load_plan(plan: Path | None, spec: Path | None) -> dict[str, Any]:
     if plan is not None:
         try:
             doc = json.loads(plan.read_text(encoding="utf-8"))
@@ -49,6 +53,8 @@ def load_plan(plan: Path | None, spec: Path) -> dict[str, Any]:
         if not isinstance(doc, dict) or "nodes" not in doc:
             raise typer.BadParameter(f"{plan}: not a plan.json (no nodes)")
         return doc
+    if spec is None:
+        raise typer.BadParameter("name the cluster: --plan PLAN.json or --spec SPEC (or CLUSTERFORGE_SPEC)")
     from clusterforge.plan import build_plan
     from clusterforge.spec import load_spec
 
@@ -98,7 +104,7 @@ def _pool() -> None:
 def status(
     nodes: Annotated[list[str] | None, typer.Argument(help="nodes (default: every node of the plan)")] = None,
     plan: PlanOpt = None,
-    spec: SpecOpt = DEFAULT_SPEC,
+    spec: SpecOpt = None,
     manager: ManagerOpt = None,
     registry: RegistryOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
@@ -132,7 +138,7 @@ def admit(
         ),
     ] = False,
     plan: PlanOpt = None,
-    spec: SpecOpt = DEFAULT_SPEC,
+    spec: SpecOpt = None,
     manager: ManagerOpt = None,
     registry: RegistryOpt = None,
     db: DbOpt = None,
@@ -168,7 +174,7 @@ def drain(
     reason: Annotated[str, typer.Option(help="why (prefixed `clusterforge:`; one line, no quotes)")],
     force: Annotated[bool, typer.Option("--force", help="replace a drain someone else made")] = False,
     plan: PlanOpt = None,
-    spec: SpecOpt = DEFAULT_SPEC,
+    spec: SpecOpt = None,
     manager: ManagerOpt = None,
     registry: RegistryOpt = None,
     db: DbOpt = None,
