@@ -47,7 +47,8 @@ def runner_only(doc: dict[str, Any], inv: Path, nodes: list[str], jobs: int | No
 
 
 def one_process(doc: dict[str, Any], inv: Path, nodes: list[str]) -> float:
-    from clusterforge.certify.runner import VALIDATORS, reachable, ssh_setup
+    from clusterforge import assets
+    from clusterforge.certify.runner import reachable, ssh_setup
 
     ssh = ssh_setup(doc, inv, nodes)
     start = time.monotonic()
@@ -60,7 +61,7 @@ def one_process(doc: dict[str, Any], inv: Path, nodes: list[str]) -> float:
                 sys.executable,
                 "-m",
                 "pytest",
-                str(VALIDATORS),
+                str(assets.validators()),
                 "-m",
                 "quick",
                 "--plan",

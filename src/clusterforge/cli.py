@@ -19,6 +19,7 @@ from clusterforge.pool import cli as pool_cli
 from clusterforge.pulumi import cli as pulumi_cli
 from clusterforge.records import cli as records_cli
 from clusterforge.records import merge_cli
+from clusterforge.run import extravars
 
 GENERATED = Path("inventory/generated")
 
@@ -56,6 +57,14 @@ def _root(
 SpecArg = Annotated[
     Path,
     typer.Argument(help="cluster spec (YAML); default: $CLUSTERFORGE_SPEC", envvar="CLUSTERFORGE_SPEC"),
+]
+
+
+ExtraVarsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--extra-vars", "-e", help="KEY=VALUE, a YAML/JSON mapping or @FILE, as Ansible's -e (repeatable)"
+    ),
 ]
 
 
@@ -100,6 +109,7 @@ def provision(
             help="use this inventory folder (e.g. from a Pulumi stack) instead of writing one from the plan"
         ),
     ] = None,
+    extra_vars: ExtraVarsOpt = None,
 ) -> None:
     """Configure every node of SPEC to the declared state (site.yml, rolling, drain → reboot → resume)."""
     from clusterforge.run.pipeline import provision_flow
@@ -107,7 +117,15 @@ def provision(
 
     rc = provision_flow(
         spec,
-        Options(limit=limit, tags=tags, check=check, diff=diff, forks=forks, no_reboot=no_reboot),
+        Options(
+            limit=limit,
+            tags=tags,
+            check=check,
+            diff=diff,
+            forks=forks,
+            no_reboot=no_reboot,
+            extra_vars=extravars.parse(extra_vars or []),
+        ),
         console,
         inventory,
     )
@@ -129,13 +147,15 @@ def drift(
     shard: Annotated[
         str | None, typer.Option(help="check only shard i/n of the hosts (several controllers)")
     ] = None,
+    extra_vars: ExtraVarsOpt = None,
 ) -> None:
     """Does every node still match the declared cluster? Exit 0 none, 3 drift, 2 bad input, 1 tool failed."""
     from clusterforge.drift.pipeline import drift_flow
 
     if fmt not in ("text", "json", "junit", "markdown"):
         raise typer.BadParameter(f"--format must be text, json, junit or markdown, not {fmt!r}")
-    raise typer.Exit(drift_flow(spec, fmt, limit, allow_unreachable, fix, output, console, shard))
+    ev = extravars.parse(extra_vars or [])
+    raise typer.Exit(drift_flow(spec, fmt, limit, allow_unreachable, fix, output, console, shard, ev))
 
 
 def _certify_after_provision(spec: Path, limit: str | None) -> int:

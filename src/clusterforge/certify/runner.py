@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from clusterforge import assets
 from clusterforge.certify.results import CheckResult, NodeResult, read_results
+from clusterforge.errors import ClusterforgeError
 from clusterforge.run.ansible import lab_env
+from clusterforge.run.site import connection_vars, inventory_sources
 
 TIER_MARKERS = {"quick": "quick", "full": "quick or full", "burnin": "burnin"}
 DEADLINE_S = {"quick": 900, "full": 4 * 3600, "burnin": 24 * 3600}
@@ -40,19 +40,20 @@ Progress = Callable[[str, str, dict[str, Any]], None]  # (node, event, data)
 
 @dataclass
 class SshSetup:
-    """A private ssh_config for one run: the inventory's key and known_hosts, strict host keys, and a
-    ControlMaster per node under a short private folder (socket paths must stay < 104 bytes)."""
+    """A private ssh_config for one run (`ssh -F`): one `Host <node>` block per node from the inventory's
+    connection variables over every layer (generated, then the site layer), then the user's own ssh
+    configuration, then clusterforge's defaults (strict host keys, a ControlMaster per node under a short
+    private folder: socket paths must stay < 104 bytes). First value wins, as in ssh itself."""
 
     folder: Path
     config: Path
-    user: str
-    addresses: dict[str, str] = field(default_factory=dict)  # node -> management IP
+    nodes: list[str] = field(default_factory=list)
 
     def target(self, node: str) -> str:
-        return f"{self.user}@{self.addresses[node]}"
+        return node  # the Host alias of the node's block
 
     def close(self) -> None:
-        for node in self.addresses:
+        for node in self.nodes:
             subprocess.run(
                 ["ssh", "-F", str(self.config), "-O", "exit", self.target(node)],
                 capture_output=True,
@@ -62,18 +63,57 @@ class SshSetup:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _connection_vars(inventory: Path) -> dict[str, Any]:
-    path = inventory / "group_vars" / "all.yml"
-    data = yaml.safe_load(path.read_text()) if path.is_file() else {}
-    return data or {}
+def _ssh_options(conn: dict[str, Any], address: str) -> dict[str, str]:
+    """ssh_config options of one node from Ansible's connection variables (`-o K=V`, `-J`, `-p`, `-i`)."""
+    opts: dict[str, str] = {"HostName": str(conn.get("ansible_host") or address)}
+    if conn.get("ansible_user"):
+        opts["User"] = str(conn["ansible_user"])
+    if conn.get("ansible_port"):
+        opts["Port"] = str(conn["ansible_port"])
+    if conn.get("ansible_ssh_private_key_file"):
+        opts |= {"IdentityFile": str(conn["ansible_ssh_private_key_file"]), "IdentitiesOnly": "yes"}
+    args = shlex.split(f"{conn.get('ansible_ssh_common_args', '')} {conn.get('ansible_ssh_extra_args', '')}")
+    flags = {"-J": "ProxyJump", "-p": "Port", "-i": "IdentityFile", "-l": "User"}
+    for i, a in enumerate(args[:-1]):
+        if a == "-o" and "=" in args[i + 1]:
+            k, v = args[i + 1].split("=", 1)
+            opts.setdefault(k.strip(), v.strip())
+        elif a in flags:
+            opts.setdefault(flags[a], args[i + 1])
+    return opts
+
+
+def _config_line(key: str, value: str) -> str:
+    if any(c in value for c in "\n\r\0") or any(c in key for c in " \t\n\r\0=\"'"):
+        raise ClusterforgeError(f"SSH setting {key!r}: a value with a line break cannot go into ssh_config")
+    return (
+        f'  {key} "{value}"' if (" " in value or "\t" in value) and '"' not in value else f"  {key} {value}"
+    )
 
 
 def ssh_setup(plan_doc: dict[str, Any], inventory: Path, nodes: list[str]) -> SshSetup:
-    """ssh_config from the inventory's connection vars (`ansible_user`, `ansible_ssh_private_key_file`,
-    `-o Key=Value` in `ansible_ssh_common_args`); StrictHostKeyChecking stays on unless they turn it off."""
-    conn = _connection_vars(inventory)
+    """ssh_config for `nodes`: user, port, key, jump host and `-o` options as Ansible would use them
+    (so a site setting reaches Ansible, certification and burn-in alike); StrictHostKeyChecking stays on
+    unless the inventory or the user's ssh configuration turns it off."""
     folder = Path(tempfile.mkdtemp(prefix="cf-ssh-", dir="/tmp"))
-    opts: dict[str, str] = {
+    try:
+        return _write_ssh_config(folder, plan_doc, inventory, nodes)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _write_ssh_config(folder: Path, plan_doc: dict[str, Any], inventory: Path, nodes: list[str]) -> SshSetup:
+    conns = connection_vars(inventory_sources(inventory, folder), nodes)
+    addresses = {n["name"]: n["mgmt_ip"] for n in plan_doc["nodes"] if n["name"] in nodes}
+    lines: list[str] = []
+    for node in nodes:
+        opts = _ssh_options(conns.get(node, {}), addresses.get(node, node))
+        lines += [f"Host {node}", *(_config_line(k, v) for k, v in opts.items())]
+    # the user's and the system's own configuration, for whatever the inventory does not set
+    lines += ["Match all", "  Include ~/.ssh/config", "  Include /etc/ssh/ssh_config"]
+    defaults = {
+        "User": "root",
         "StrictHostKeyChecking": "yes",
         "BatchMode": "yes",
         "ConnectTimeout": "5",
@@ -84,19 +124,10 @@ def ssh_setup(plan_doc: dict[str, Any], inventory: Path, nodes: list[str]) -> Ss
         "ControlPath": f"{folder}/%C",
         "ControlPersist": "600",
     }
-    args = shlex.split(str(conn.get("ansible_ssh_common_args", "")))
-    for i, a in enumerate(args):
-        if a == "-o" and i + 1 < len(args) and "=" in args[i + 1]:
-            k, v = args[i + 1].split("=", 1)
-            opts[k] = v
-    if conn.get("ansible_ssh_private_key_file"):
-        opts |= {"IdentityFile": str(conn["ansible_ssh_private_key_file"]), "IdentitiesOnly": "yes"}
-    user = str(conn.get("ansible_user", "root"))
-    lines = ["Host *"] + [f"  {k} {v}" for k, v in opts.items()] + [f"  User {user}"]
+    lines += ["Host *", *(_config_line(k, v) for k, v in defaults.items())]
     config = folder / "ssh_config"
     config.write_text("\n".join(lines) + "\n")
-    addresses = {n["name"]: n["mgmt_ip"] for n in plan_doc["nodes"] if n["name"] in nodes}
-    return SshSetup(folder, config, user, addresses)
+    return SshSetup(folder, config, list(nodes))
 
 
 def reachable(ssh: SshSetup, node: str, tries: int = 3) -> tuple[bool, str]:

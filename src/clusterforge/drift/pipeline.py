@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -32,12 +33,13 @@ def drift_flow(
     output: Path | None,
     console: Console,
     shard: str | None = None,
+    extra_vars: dict[str, Any] | None = None,
 ) -> int:
     from clusterforge.run.ansible import strategy_env
 
     strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before anything runs
     plan, inv = load_plan(spec)
-    report = drift(plan.doc, inv, limit, shard=shard)
+    report = drift(plan.doc, inv, limit, shard=shard, extra_vars=extra_vars)
     text = render(report, fmt, allow_unreachable)
     console.out(text, end="", highlight=False)
     if output:

@@ -18,9 +18,17 @@ def ansible_drift(
     hosts: list[str],
     forks: int | None,
     env: dict[str, str] | None = None,
+    extra_vars: dict[str, Any] | None = None,
 ) -> None:
     res = run_playbook(
-        "site.yml", inventory, limit=",".join(hosts), check=True, diff=True, forks=forks, env=env
+        "site.yml",
+        inventory,
+        limit=",".join(hosts),
+        check=True,
+        diff=True,
+        forks=forks,
+        env=env,
+        extravars=extra_vars,
     )
     report.items += items_from_check_run(res)
     for h in hosts:
@@ -59,6 +67,7 @@ def _check_and_validate(
     hosts: list[str],
     forks: int | None,
     validators: bool,
+    extra_vars: dict[str, Any] | None = None,
 ) -> None:
     """The check run and the quick validators side by side: both only read the nodes, and the check run
     (one Ansible controller process, mostly one core) leaves CPU for the validators' SSH sessions."""
@@ -76,7 +85,7 @@ def _check_and_validate(
         )
         try:
             # bios role: the lab BMCs' account; run in this (main) thread, which owns signal handling
-            ansible_drift(report, inventory, hosts, forks, lab_env(plan_doc))
+            ansible_drift(report, inventory, hosts, forks, lab_env(plan_doc), extra_vars)
         except BaseException:
             cancel.set()  # interrupted: stop the validators before leaving
             raise
@@ -111,6 +120,7 @@ def drift(
     forks: int | None = None,
     validators: bool = True,
     shard: str | None = None,
+    extra_vars: dict[str, Any] | None = None,
 ) -> DriftReport:
     planned = [n["name"] for n in plan_doc["nodes"]]
     hosts = select(plan_order(resolve_hosts(inventory, limit), plan_doc), shard)
@@ -119,7 +129,7 @@ def drift(
     missing = [n for n in select(planned, shard) if n not in hosts] if not limit else []
     for n in missing:
         report.items.append(DriftItem(n, "inventory", "node in the inventory", "missing", "inventory"))
-    _check_and_validate(report, plan_doc, inventory, hosts, forks, validators)
+    _check_and_validate(report, plan_doc, inventory, hosts, forks, validators, extra_vars)
     reachable = [h for h in hosts if h not in report.unreachable]
     certificate_drift(report, plan_doc, reachable)
     for h in report.unreachable:

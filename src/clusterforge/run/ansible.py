@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge import assets
+from clusterforge.run.site import inventory_sources
 from clusterforge.run.task_diff import task_diff
 
 FACT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clusterforge" / "facts"
@@ -269,7 +270,7 @@ def run_playbook(
                 private_data_dir=str(pdd),
                 project_dir=str(assets.playbooks()),
                 playbook=playbook,
-                inventory=str(inv_file),
+                inventory=inventory_sources(inv_file, pdd),
                 limit=limit,
                 tags=tags,
                 skip_tags=skip_tags,

@@ -45,6 +45,7 @@ class Options:
     forks: int | None = None
     no_reboot: bool = False
     reboot_timeout: int = 600
+    extra_vars: dict[str, Any] = field(default_factory=dict)  # --extra-vars: win over every inventory layer
 
 
 @dataclass
@@ -171,6 +172,7 @@ def provision(
                 on_event=progress.event,
                 env=env,
                 keep_artifacts=logs / f"batch-{i}",
+                extravars=opts.extra_vars,
             )
             _merge(report, res)
             if res.rc not in PLAYBOOK_RAN:

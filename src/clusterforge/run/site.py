@@ -1,0 +1,78 @@
+"""The site layer: an operator's own inventory variables, which `clusterforge plan` never writes.
+
+`clusterforge plan` replaces `inventory/generated/<cluster>/` whole. What a site adds of its own — SSH user,
+port, key, jump host, repository mirrors, any role variable — goes in `inventory/site/<cluster>/`
+(`group_vars/*.yml`, `host_vars/<node>.yml`; or the folder named by `CLUSTERFORGE_SITE`), beside the
+generated one. Every run reads both, the site layer last, so its values win: Ansible (provision, drift),
+certification and burn-in's SSH connections (`connection_vars`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+SITE_ENV = "CLUSTERFORGE_SITE"
+
+
+def site_layer(inventory: Path) -> Path | None:
+    """The site folder for the generated inventory folder `inventory` (None when there is none)."""
+    env = os.environ.get(SITE_ENV)
+    folder = Path(env) if env else inventory.resolve().parent.parent / "site" / inventory.resolve().name
+    if not folder.is_dir():
+        return None
+    if not any((folder / d).is_dir() for d in ("group_vars", "host_vars")):
+        return None
+    return folder
+
+
+def inventory_sources(inventory: Path, scratch: Path) -> list[str]:
+    """Ansible inventory sources for a run: the generated hosts.yml, then the site layer.
+
+    The site folder holds only variables; Ansible reads group_vars/host_vars beside an inventory source,
+    so `scratch` gets an empty source with links to them (nothing is written in the site folder)."""
+    inventory = inventory.resolve()
+    hosts = inventory / "hosts.yml" if inventory.is_dir() else inventory
+    site = site_layer(inventory if inventory.is_dir() else inventory.parent)
+    if site is None:
+        return [str(hosts)]
+    shim = scratch / "site"
+    shim.mkdir(parents=True, exist_ok=True)
+    (shim / "hosts.yml").write_text("all: {}\n")
+    for d in ("group_vars", "host_vars"):
+        if (site / d).is_dir() and not (shim / d).exists():
+            (shim / d).symlink_to((site / d).resolve())
+    return [str(hosts), str(shim / "hosts.yml")]
+
+
+CONNECTION_VARS = (
+    "ansible_host",
+    "ansible_user",
+    "ansible_port",
+    "ansible_ssh_private_key_file",
+    "ansible_ssh_common_args",
+    "ansible_ssh_extra_args",
+)
+
+
+def connection_vars(sources: list[str], nodes: list[str]) -> dict[str, dict[str, Any]]:
+    """Each node's SSH connection variables as Ansible resolves them over every layer (templated)."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    from ansible.vars.manager import VariableManager
+
+    loader = DataLoader()
+    inv = InventoryManager(loader=loader, sources=sources)
+    vm = VariableManager(loader=loader, inventory=inv)
+    out: dict[str, dict[str, Any]] = {}
+    for name in nodes:
+        host = inv.get_host(name)
+        if host is None:
+            out[name] = {}
+            continue
+        hv = vm.get_vars(host=host, include_hostvars=False)
+        templar = Templar(loader=loader, variables=hv)
+        out[name] = {k: templar.template(hv[k]) for k in CONNECTION_VARS if k in hv}
+    return out
