@@ -130,6 +130,25 @@ def strategy_env(strategy: str | None = None) -> dict[str, str]:
     return {"ANSIBLE_STRATEGY_PLUGINS": str(folder), "ANSIBLE_STRATEGY": "mitogen_linear"}
 
 
+#: Ansible settings a user's environment keeps (runner_env)
+USER_MAY_SET = (
+    "ANSIBLE_CONFIG",
+    "ANSIBLE_SSH_ARGS",
+    "ANSIBLE_PIPELINING",
+    "ANSIBLE_GATHERING",
+    "ANSIBLE_CACHE_PLUGIN",
+    "ANSIBLE_CACHE_PLUGIN_CONNECTION",
+    "ANSIBLE_CACHE_PLUGIN_TIMEOUT",
+    "ANSIBLE_FORKS",
+    "ANSIBLE_TIMEOUT",
+    "ANSIBLE_REMOTE_USER",
+    "ANSIBLE_PRIVATE_KEY_FILE",
+    "ANSIBLE_SSH_EXECUTABLE",
+    "ANSIBLE_CALLBACKS_ENABLED",
+    "ANSIBLE_LOG_PATH",
+)
+
+
 def runner_env(forks: int | None = None, strategy: str | None = None) -> dict[str, str]:
     """Environment for ansible: venv tools first on PATH, project collections, tuned SSH, fact cache, and
     the execution strategy (`strategy_env`: Mitogen unless told otherwise)."""
@@ -154,6 +173,14 @@ def runner_env(forks: int | None = None, strategy: str | None = None) -> dict[st
         env["ANSIBLE_CONFIG"] = str(cfg)
     if forks:
         env["ANSIBLE_FORKS"] = str(forks)
+    # The user's own Ansible settings win where they cannot break the run (their ansible.cfg, SSH
+    # arguments, fact cache, forks...); roles, collections (the user's are searched after ours), host-key
+    # checking and the execution strategy (CLUSTERFORGE_ANSIBLE_STRATEGY) stay clusterforge's.
+    for key in USER_MAY_SET:
+        if os.environ.get(key):
+            env[key] = os.environ[key]
+    if os.environ.get("ANSIBLE_COLLECTIONS_PATH"):
+        env["ANSIBLE_COLLECTIONS_PATH"] += ":" + os.environ["ANSIBLE_COLLECTIONS_PATH"]
     env.update(strategy_env(strategy))
     return env
 

@@ -78,3 +78,18 @@ def test_a_bad_strategy_stops_the_cli_before_anything_runs(
     assert end.value.code == ExitCode.BAD_INPUT
     assert ansible.STRATEGY_ENV in capsys.readouterr().err
     assert touched == [] and not (tmp_path / "inventory").exists()  # no plan written, no lab started
+
+
+def test_users_ansible_settings_are_kept_where_they_cannot_break_the_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(tmp_path / "site-ansible.cfg"))
+    monkeypatch.setenv("ANSIBLE_SSH_ARGS", "-o ProxyJump=bastion")
+    monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", "/opt/site/collections")
+    monkeypatch.setenv("ANSIBLE_HOST_KEY_CHECKING", "False")
+    env = ansible.runner_env(8)
+    assert env["ANSIBLE_CONFIG"] == str(tmp_path / "site-ansible.cfg")
+    assert env["ANSIBLE_SSH_ARGS"] == "-o ProxyJump=bastion"
+    assert env["ANSIBLE_COLLECTIONS_PATH"].endswith(":/opt/site/collections")
+    assert env["ANSIBLE_COLLECTIONS_PATH"].startswith(str(ansible.assets.playbooks()))
+    assert env["ANSIBLE_HOST_KEY_CHECKING"] == "True"  # never the user's choice to turn off
