@@ -13,7 +13,9 @@ from .errors import ParseError
 TOOL = "mlxfwmanager"
 _DEVICE_RE = re.compile(r"^Device #(?P<n>\d+):$")
 _FIELD_RE = re.compile(r"^  (?P<key>[A-Za-z][A-Za-z ]*?):\s+(?P<value>.*?)\s*$")
-_VERSION_ROW_RE = re.compile(r"^\s{3,}(?P<kind>[A-Za-z][A-Za-z0-9_]*)\s+(?P<current>\S+)\s+(?P<available>\S+)\s*$")
+_VERSION_ROW_RE = re.compile(
+    r"^\s{3,}(?P<kind>[A-Za-z][A-Za-z0-9_]*)\s+(?P<current>\S+)\s+(?P<available>\S+)\s*$"
+)
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,9 @@ def _device(index: int, fields: dict[str, str], versions: dict[str, tuple[str, s
     need = ("Device Type", "Part Number", "PSID", "PCI Device Name", "Status")
     missing = [k for k in need if k not in fields]
     if missing or "FW" not in versions:
-        raise ParseError(TOOL, f"Device #{index}: missing {missing or ['FW version row']} - output truncated?")
+        raise ParseError(
+            TOOL, f"Device #{index}: missing {missing or ['FW version row']} - output truncated?"
+        )
     return FwDevice(
         index,
         fields["Device Type"],

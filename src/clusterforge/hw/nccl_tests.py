@@ -117,9 +117,9 @@ def _columns(line: str, line_no: int) -> tuple[list[str], list[str]]:
 
 
 def parse(text: str) -> NcclResult:
-    """Parse one nccl-tests run. Launcher noise before the ``# nThread`` line is ignored, and so are Open MPI's
-    help-aggregation lines (``[host:pid] N more processes have sent help message ...``, ``Set MCA parameter
-    "orte_base_help_aggregate" ...``) wherever mpirun interleaves them.
+    """Parse one nccl-tests run. Launcher noise before the ``# nThread`` line is ignored, and so are Open
+    MPI's help-aggregation lines (``[host:pid] N more processes have sent help message ...``,
+    ``Set MCA parameter "orte_base_help_aggregate" ...``) wherever mpirun interleaves them.
 
     Requires the column header, at least one data row and the ``# Avg bus bandwidth`` footer (its absence
     means the output was truncated), unless the run printed a failure line, which lands in ``errors``.

@@ -13,7 +13,9 @@ from ._common import require_text, split_lines
 from .errors import ParseError
 
 TOOL = "ofed_info -s"
-_LINE_RE = re.compile(r"^(?P<flavour>MLNX_OFED_LINUX|OFED-internal|OFED)-(?P<version>\d+\.\d+-[0-9][0-9.]*):?$")
+_LINE_RE = re.compile(
+    r"^(?P<flavour>MLNX_OFED_LINUX|OFED-internal|OFED)-(?P<version>\d+\.\d+-[0-9][0-9.]*):?$"
+)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,9 @@ _PID_RE = re.compile(
 #: the GPU-lost message: "NVRM: The NVIDIA GPU 0000:b3:00.0 / (PCI ID: 10de:26b5) installed in this system has
 #: / fallen off the bus and is not responding to commands." (one record over 3 lines), or the one-line
 #: "NVRM: GPU 0000:a1:00.0: GPU has fallen off the bus." the driver prints beside Xid 79
-_LOST_START_RE = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])")
+_LOST_START_RE = re.compile(
+    r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
+)
 _LOST_LINE_RE = re.compile(
     r"NVRM: GPU (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): GPU has fallen off the bus"
 )

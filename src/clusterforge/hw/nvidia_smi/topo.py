@@ -161,9 +161,7 @@ def parse_topo(text: str, *, partial: bool = False) -> Topology:
                     TOOL, f"matrix not symmetric: {a}/{b}={links[a][b]} but {b}/{a}={links[b][a]}"
                 )
     missing_names = tuple(e for e in entities if e in missing)
-    return Topology(
-        gpus, nics, links, affinity, nic_names, legend, tuple(anomalies), complete, missing_names
-    )
+    return Topology(gpus, nics, links, affinity, nic_names, legend, tuple(anomalies), complete, missing_names)
 
 
 def _row(
@@ -197,9 +195,7 @@ def _row(
                 TOOL, f"invalid link value {value!r} for {name}/{col}", line_no=line_no, line=line
             )
     if len(link_cells) != n:
-        raise ParseError(
-            TOOL, f"row {name} has {len(link_cells)} link cells, expected {n}", line_no=line_no
-        )
+        raise ParseError(TOOL, f"row {name} has {len(link_cells)} link cells, expected {n}", line_no=line_no)
     if link_cells[entities.index(name)] != "X":
         raise ParseError(TOOL, f"row {name} has no 'X' on the diagonal", line_no=line_no, line=line)
     row_links = dict(zip(entities, link_cells, strict=True))
