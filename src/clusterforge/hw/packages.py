@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ._common import require_text, split_lines
@@ -29,6 +29,10 @@ _FAMILY_IDS = {
     "ol": REDHAT,
     "amzn": REDHAT,
 }
+#: the listing commands these parsers read (every installed package, one line each)
+DPKG_QUERY_CMD = "dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'"
+RPM_QUERY_CMD = "rpm -qa --qf '%{NAME}\\t%{EPOCH}:%{VERSION}-%{RELEASE}\\n'"
+OS_RELEASE_CMD = "cat /etc/os-release"
 _DPKG_L_ROW = re.compile(r"^(?P<state>[uihrp][ncHUFWti][R ]?)\s+(?P<name>\S+)\s+(?P<version>\S+)\s")
 _RPM_ABSENT = re.compile(r"^package (?P<name>\S+) is not installed$")
 
@@ -137,6 +141,11 @@ def parse_rpm_query(text: str) -> Packages:
     if not installed and not absent:
         raise ParseError(tool, "no packages listed")
     return Packages(REDHAT, {k: tuple(v) for k, v in installed.items()}, tuple(absent))
+
+
+def listing(family: str) -> tuple[str, Callable[[str], Packages]]:
+    """(command, parser) listing every installed package on a node of ``family``."""
+    return (RPM_QUERY_CMD, parse_rpm_query) if family == REDHAT else (DPKG_QUERY_CMD, parse_dpkg_query)
 
 
 def os_family(text: str) -> str:
