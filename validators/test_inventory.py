@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
-from clusterforge.certify import readers
 from clusterforge.certify.checks import CheckError, Probe, prefetches, read_many_cmd
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.hw import ibstat
 from clusterforge.hw.nvidia_smi import parse_q
+from clusterforge.hw.packages import DPKG_QUERY_CMD, OS_RELEASE_CMD, RPM_QUERY_CMD, listing, os_family
+from clusterforge.hw.pkgversion import compare
 
 pytestmark = [pytest.mark.quick, pytest.mark.full, pytest.mark.burnin]
 
-DPKG = "dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'"
 PACKAGES = {
-    "nccl": ("libnccl2",),
+    "nccl": ("libnccl2", "libnccl"),
     "dcgm": ("datacenter-gpu-manager",),
     "rdma-core": ("rdma-core",),
     "cuda": ("cuda-toolkit-", "cuda-runtime-", "cuda-cudart-"),
@@ -26,7 +28,7 @@ GUIDS = "/sys/class/infiniband/*/node_guid"
 
 @prefetches
 def commands(node: NodeExpect) -> list[str]:
-    return ["nvidia-smi -q", read_many_cmd(GUIDS), "ibstat", DPKG]
+    return ["nvidia-smi -q", read_many_cmd(GUIDS), "ibstat", OS_RELEASE_CMD, DPKG_QUERY_CMD, RPM_QUERY_CMD]
 
 
 def test_parts(node: NodeExpect, probe: Probe) -> None:
@@ -44,19 +46,20 @@ def test_parts(node: NodeExpect, probe: Probe) -> None:
     by_hca = {p.split("/")[4]: v for p, v in guids.items()}
     nics = [{"index": r.index, "hca": r.hca, "serial": by_hca[r.hca]} for r in node.rails if r.hca in by_hca]
     fw = {ca.name: ca.firmware_version for ca in probe.parse("ibstat", ibstat.parse)}
-    pkgs = probe.parse(DPKG, readers.dpkg_list)
+    pkgs = probe.parse(*listing(probe.parse(OS_RELEASE_CMD, os_family)))
     versions = {
         "nvidia_driver": q.driver_version,
         "cuda_driver_api": q.cuda_version or "",
         "nic_firmware": ",".join(sorted(set(fw.values()))),
     }
     for name, prefixes in PACKAGES.items():
-        found = sorted(
+        found = [
             v
-            for p, v in pkgs.items()
+            for p, vs in pkgs.installed.items()
+            for v in vs
             if any(p == x or (x.endswith("-") and p.startswith(x)) or p.startswith(x + "-") for x in prefixes)
-        )
+        ]
         if found:
-            versions[name] = found[-1]
+            versions[name] = max(found, key=functools.cmp_to_key(lambda a, b: compare(pkgs.family, a, b)))
     probe.note("parts", {"gpu": gpus, "nic": nics})
     probe.note("tool_versions", versions)

@@ -37,6 +37,8 @@ def test_dcgm_diag(node: NodeExpect, probe: Probe) -> None:
         ok=(0, 1, 226),
         cache=False,
     )
+    if diag.aborted:
+        raise CheckError(f"`{cmd}` aborted before any result: {' | '.join(diag.errors)}")
     if not diag.complete or not any(t.result == "Pass" for t in diag.tests):
         raise CheckError(
             f"`{cmd}` reported no passing test (incomplete or all skipped): "
@@ -44,7 +46,7 @@ def test_dcgm_diag(node: NodeExpect, probe: Probe) -> None:
         )
     probe.note("dcgm_version", diag.dcgm_version)
     probe.note("tests", {t.name: t.result for t in diag.tests})
-    bad = {t.name: f"{t.result} {'; '.join(t.warnings)[:200]}" for t in diag.tests if t.result == "Fail"}
+    bad = {name: text[:200] for name, text in diag.failures().items()}
     expect_none_bad(
         f"dcgmi diag -r {level}",
         bad,

@@ -1,4 +1,7 @@
-"""Software against the plan's pins: driver, CUDA, NCCL, DCGM, rdma-core, NIC firmware, VBIOS; time sync."""
+"""Software against the plan's pins: driver, CUDA, NCCL, DCGM, RDMA stack, NIC firmware, VBIOS; time sync.
+
+Packages are read with the node's own package manager, chosen from ``/etc/os-release``: ``dpkg-query`` on
+the Debian family, ``rpm -qa`` on the Red Hat family; versions are matched with that family's rules."""
 
 from __future__ import annotations
 
@@ -10,12 +13,27 @@ from clusterforge.certify import readers
 from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad, prefetches
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
-from clusterforge.hw import ibstat
+from clusterforge.hw import ibstat, ofed_info
 from clusterforge.hw.nvidia_smi import NvidiaSmiQ, parse_q
+from clusterforge.hw.packages import (
+    DPKG_QUERY_CMD,
+    OS_RELEASE_CMD,
+    RPM_QUERY_CMD,
+    Packages,
+    listing,
+    os_family,
+)
+from clusterforge.hw.pkgversion import matches_pin
 
 pytestmark = pytest.mark.quick
 
-DPKG = "dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'"
+DPKG, RPM, OS_RELEASE = DPKG_QUERY_CMD, RPM_QUERY_CMD, OS_RELEASE_CMD
+OFED_INFO = "ofed_info -s"
+#: package names that differ between the families
+NCCL_PACKAGE = {"debian": "libnccl2", "redhat": "libnccl"}
+#: software.rdma.stack values: the distribution's rdma-core, or NVIDIA's OFED (DOCA-OFED / MLNX_OFED)
+DISTRO_STACKS = ("rdma-core", "inbox")
+OFED_STACKS = ("doca-ofed", "mlnx-ofed")
 SMI_Q = "nvidia-smi -q"
 MAX_OFFSET_S = 0.5
 
@@ -24,22 +42,25 @@ def smi(probe: Probe) -> NvidiaSmiQ:
     return probe.parse(SMI_Q, parse_q)
 
 
-def packages(probe: Probe) -> dict[str, str]:
-    return probe.parse(DPKG, readers.dpkg_list)
+def family(probe: Probe) -> str:
+    return probe.parse(OS_RELEASE, os_family)
 
 
-def _pinned_package(pkgs: dict[str, str], names: list[str], pin: str) -> tuple[bool, str]:
+def packages(probe: Probe) -> Packages:
+    """Every installed package, read with the node's own package manager."""
+    return probe.parse(*listing(family(probe)))
+
+
+def _pinned_package(pkgs: Packages, names: list[str], pin: str) -> tuple[bool, str]:
     """Whether one of ``names`` (exact, or a prefix ending in ``*``) is installed at the pinned version."""
     found = {
-        p: v
-        for p, v in pkgs.items()
+        (p, v)
+        for p, versions in pkgs.installed.items()
+        for v in versions
         if any(p == n or (n.endswith("*") and p.startswith(n[:-1])) for n in names)
     }
-    ok = any(
-        readers.upstream_version(v) == pin or readers.upstream_version(v).startswith(pin + ".")
-        for v in found.values()
-    )
-    return ok, ", ".join(f"{p} {v}" for p, v in sorted(found.items())) or "not installed"
+    ok = any(matches_pin(pkgs.family, v, pin) for _, v in found)
+    return ok, ", ".join(f"{p} {v}" for p, v in sorted(found)) or "not installed"
 
 
 def _is_ip(text: str) -> bool:
@@ -65,8 +86,8 @@ def test_cuda(node: NodeExpect, probe: Probe) -> None:
     ok = supported != "unknown" and tuple(map(int, supported.split(".")[:2])) >= (int(major), int(minor))
     expect(ok, "CUDA version the driver supports", f">= {pin}", supported, hint("driver", node.name))
     toolkits = {
-        p: v
-        for p, v in packages(probe).items()
+        p: ", ".join(v)
+        for p, v in packages(probe).installed.items()
         if p.startswith(("cuda-toolkit-", "cuda-runtime-", "cuda-cudart-")) and p[-1].isdigit()
     }
     other = {p: v for p, v in toolkits.items() if not p.endswith(f"-{major}-{minor}")}
@@ -80,8 +101,10 @@ def test_cuda(node: NodeExpect, probe: Probe) -> None:
 
 def test_nccl(node: NodeExpect, probe: Probe) -> None:
     pin = node.software["nccl"]
-    ok, found = _pinned_package(packages(probe), ["libnccl2"], pin)
-    expect(ok, "NCCL (libnccl2)", pin, found, hint("nccl", node.name))
+    pkgs = packages(probe)
+    name = NCCL_PACKAGE[pkgs.family]
+    ok, found = _pinned_package(pkgs, [name], pin)
+    expect(ok, f"NCCL ({name})", pin, found, hint("nccl", node.name))
 
 
 def test_dcgm(node: NodeExpect, probe: Probe) -> None:
@@ -90,12 +113,27 @@ def test_dcgm(node: NodeExpect, probe: Probe) -> None:
     expect(ok, "DCGM (datacenter-gpu-manager)", pin, found, hint("dcgm", node.name))
 
 
-def test_rdma_core(node: NodeExpect, probe: Probe) -> None:
+def test_rdma(node: NodeExpect, probe: Probe) -> None:
+    """The pinned RDMA stack: the distribution's ``rdma-core`` package at the pin, or, for DOCA-OFED /
+    MLNX_OFED, the version ``ofed_info -s`` prints (the pin may name the whole version or its leading part,
+    e.g. ``25.10``); a ``doca-ofed`` package at the pin is accepted too (DOCA release numbering)."""
     pin = node.software["rdma"]
-    if pin.get("stack") != "rdma-core":
-        raise CheckError(f"RDMA stack {pin.get('stack')!r} has no validator yet: only rdma-core is checked")
-    ok, found = _pinned_package(packages(probe), ["rdma-core"], str(pin["version"]))
-    expect(ok, "rdma-core", pin["version"], found, hint("rdma_core", node.name))
+    stack, version = pin.get("stack"), str(pin["version"])
+    if stack in DISTRO_STACKS:
+        ok, found = _pinned_package(packages(probe), ["rdma-core"], version)
+        expect(ok, "rdma-core", version, found, hint("rdma_core", node.name))
+        return
+    if stack not in OFED_STACKS:
+        raise CheckError(f"unknown RDMA stack {stack!r} in the plan (expected {DISTRO_STACKS + OFED_STACKS})")
+    info = probe.parse(OFED_INFO, ofed_info.parse)  # missing ofed_info: error, naming the tool
+    ok_pkg, pkg_found = _pinned_package(packages(probe), ["doca-ofed"], version)
+    expect(
+        info.matches(version) or ok_pkg,
+        f"{stack} ({OFED_INFO})",
+        version,
+        f"{info.flavour}-{info.version}; package {pkg_found}",
+        hint("rdma_stack", node.name),
+    )
 
 
 @pytest.mark.applies(lambda n: bool(n.software.get("nic_firmware")))
@@ -128,7 +166,11 @@ VIRT = "systemd-detect-virt --container"
 
 @prefetches
 def commands(node: NodeExpect) -> list[str]:
-    return [SMI_Q, DPKG, "ibstat", CHRONY_CONF, *(CHRONY_SHOW.format(u) for u in CHRONY_UNITS), VIRT]
+    ofed = [OFED_INFO] if node.software.get("rdma", {}).get("stack") in OFED_STACKS else []
+    return [
+        SMI_Q, OS_RELEASE, DPKG, RPM, *ofed, "ibstat", CHRONY_CONF,
+        *(CHRONY_SHOW.format(u) for u in CHRONY_UNITS), VIRT,
+    ]  # fmt: skip
 
 
 def _chrony_unit(probe: Probe) -> tuple[str, dict[str, str]]:

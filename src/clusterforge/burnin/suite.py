@@ -177,7 +177,7 @@ def parse_node(node: NodeExpect, sections: dict[str, Section], opts: SuiteOption
             t.name: sorted(g for g, r in t.per_gpu.items() if r == "Fail")
             for t in diag.tests
             if t.result == "Fail"
-        }
+        } | {name: [] for name in diag.failures() if name.endswith("(Error)")}  # category-level Error rows
         ms.append(
             Measurement(
                 "dcgm.diag",
@@ -194,7 +194,12 @@ def parse_node(node: NodeExpect, sections: dict[str, Section], opts: SuiteOption
         if diag.dcgm_version:
             s.tool_versions["dcgm"] = diag.dcgm_version
     else:
-        ms.append(Measurement("dcgm.diag", n, unit="pass", error=err or "dcgmi diag: no test passed"))
+        aborted = (
+            f"dcgmi diag aborted: {' | '.join(diag.errors)}" if diag is not None and diag.aborted else ""
+        )
+        ms.append(
+            Measurement("dcgm.diag", n, unit="pass", error=err or aborted or "dcgmi diag: no test passed")
+        )
     ms += _nvbandwidth(node, sections.get("nvbandwidth"))
     for r in node.rails:
         ms.append(_loopback(n, r, sections.get(f"loopback.{r.index}")))

@@ -34,6 +34,7 @@ FIXES: dict[str, Fix] = {
     "vbios": Fix(action="flash the pinned VBIOS with the vendor's tool, then re-certify"),
     # rdma
     "rdma_core": Fix("rdma", "rdma_packages"),
+    "rdma_stack": Fix("rdma", "rdma_packages"),
     "nic_firmware": Fix(action="flash the pinned firmware (mlxfwmanager / mlxfwreset), then re-certify"),
     "roce_qos": Fix("rdma", "roce_qos"),
     "rdma_netdev": Fix("rdma", "network"),

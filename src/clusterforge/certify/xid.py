@@ -41,7 +41,9 @@ class Classified:
     def describe(self) -> str:
         meaning = self.rule.meaning if self.rule else "not in the policy"
         cause = f", caused by Xid {self.event.caused_by_xid} ({self.cause_cls})" if self.cause_cls else ""
-        return f"Xid {self.event.xid} on {self.event.pci_bus_id} ({meaning}; {self.cls}{cause})"
+        what = "GPU lost (fallen off the bus, no Xid line: as Xid" if self.event.gpu_lost else "Xid"
+        close = ")" if self.event.gpu_lost else ""
+        return f"{what} {self.event.xid}{close} on {self.event.pci_bus_id} ({meaning}; {self.cls}{cause})"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ _STATUS_RE = re.compile(r"^(?P<status>Pass|Fail|Warn|Skip|Not Run)(?: - (?P<deta
 _PER_GPU_RE = re.compile(r"^GPU(?P<gpu>\d+): (?P<status>Pass|Fail|Warn|Skip|Not Run)$")
 _GPUS_RE = re.compile(r"^GPUs?: (?P<ids>\d+(?:, \d+)*)$")
 _WRAP = 45  # dcgmi wraps long text at 45 characters, mid-word
+_RETURN_RE = re.compile(r"Return: \((?P<code>-\d+)\)")
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,25 @@ class DcgmDiag:
     driver_version: str | None
     gpu_device_ids: tuple[str, ...]
     tests: tuple[DiagTest, ...]
-    verdict: str  # "Fail" if any test failed, else "Warn" if any warned, else "Pass"
-    complete: bool  # table closed by its bottom border (always True for JSON)
+    verdict: str  # "Error" if dcgmi aborted; "Fail" if a test or category failed; else "Warn"; else "Pass"
+    complete: bool  # table closed by its bottom border (always True for JSON; False when aborted)
+    errors: tuple[str, ...] = ()  # abort lines, or "<category>: <text>" of Error rows heading a category
+    return_code: int | None = None  # dcgmReturn_t of an aborted run ("Return: (-21)")
+
+    @property
+    def aborted(self) -> bool:
+        """dcgmi stopped before printing any result (only ``Error:`` lines)."""
+        return self.format == "error"
+
+    def failures(self) -> dict[str, str]:
+        """What the diag reported as failed: each failed test (its warnings) and each category-level
+        Error row, keyed by test name or ``<category> (Error)``."""
+        out = {t.name: f"Fail {'; '.join(t.warnings)}".strip() for t in self.tests if t.result == "Fail"}
+        if not self.aborted:
+            for err in self.errors:
+                cat, _, text = err.partition(": ")
+                out[f"{cat} (Error)"] = text
+        return out
 
     def test(self, name: str) -> DiagTest:
         for t in self.tests:
@@ -61,9 +79,23 @@ def _worst(statuses: list[str]) -> str:
     return max(statuses, key=lambda s: _SEVERITY[s]) if statuses else "Skip"
 
 
-def _verdict(tests: list[DiagTest]) -> str:
+def _verdict(tests: list[DiagTest], category_errors: int = 0) -> str:
     results = {t.result for t in tests}
-    return "Fail" if "Fail" in results else "Warn" if "Warn" in results else "Pass"
+    return "Fail" if "Fail" in results or category_errors else "Warn" if "Warn" in results else "Pass"
+
+
+def _parse_abort(text: str) -> DcgmDiag | None:
+    """dcgmi's abort: no table, ``Error: ...`` lines (one carrying ``Return: (-N)``), e.g. DCGM 3.x
+    ``Error: Unable to complete diagnostic for group 2. Return: (-21) Host engine connection
+    invalid/disconnected.`` (DCGM 4.x adds `` : `` before the text and may print the system errors on
+    the following lines). None when the text is not that."""
+    lines = [ln.strip() for ln in split_lines(text) if ln.strip()]
+    if not lines or not lines[0].startswith("Error:"):
+        return None
+    code = next((int(m.group("code")) for ln in lines if (m := _RETURN_RE.search(ln))), None)
+    if code is None:
+        return None
+    return DcgmDiag("error", None, None, (), (), "Error", False, tuple(lines), code)
 
 
 class _TestBuilder:
@@ -125,6 +157,9 @@ def _parse_table(text: str, partial: bool) -> DcgmDiag:
     metadata: dict[str, str] = {}
     category = ""
     tests: list[_TestBuilder] = []
+    cat_errors: list[tuple[str, list[str]]] = []  # Error rows heading a category (DCGM 2.x/3.x)
+    in_category = 0  # tests seen in the current category
+    text_owner = "test"  # who continuation rows of wrapped text belong to: "test" | "category"
     complete = False
     meta_key: str | None = None
     for idx in range(start, len(lines)):
@@ -139,7 +174,7 @@ def _parse_table(text: str, partial: bool) -> DcgmDiag:
             complete = True
             continue
         if cm := _CATEGORY_RE.match(line):
-            category = cm.group("name")
+            category, in_category = cm.group("name"), 0
             continue
         rm = _ROW_RE.match(line)
         if not rm or (rm.group("close") is None and not partial) or len(rm.group("name")) != 27:
@@ -154,15 +189,21 @@ def _parse_table(text: str, partial: bool) -> DcgmDiag:
             elif meta_key:
                 metadata[meta_key] += " " + value
             continue
-        if name in ("Warning", "Info", "Error"):
+        if name == "Error" and category and not in_category:
+            cat_errors.append((category, [chunk]))
+            text_owner = "category"
+        elif name in ("Warning", "Info", "Error"):
             if not tests:
                 raise ParseError(TOOL, f"{name} row before any test", line_no=line_no, line=line)
             tests[-1].texts.append(("Info" if name == "Info" else "Warning", [chunk]))
-            tests[-1].state = "text"
+            tests[-1].state, text_owner = "text", "test"
         elif name:
             if not category and not partial:
                 raise ParseError(TOOL, "test row outside a category", line_no=line_no, line=line)
             tests.append(_TestBuilder(name, category, value, line_no))
+            in_category, text_owner = in_category + 1, "test"
+        elif text_owner == "category":
+            cat_errors[-1][1].append(chunk)
         else:
             if not tests:
                 raise ParseError(TOOL, "continuation row before any test", line_no=line_no, line=line)
@@ -178,7 +219,7 @@ def _parse_table(text: str, partial: bool) -> DcgmDiag:
                 raise ParseError(TOOL, "unexpected continuation row", line_no=line_no, line=line)
     if not complete and not partial:
         raise ParseError(TOOL, "table has no closing border - output truncated")
-    if not tests:
+    if not tests and not cat_errors:
         raise ParseError(TOOL, "no test results in the table")
     built = [t.build() for t in tests]
     ids = metadata.get("GPU Device IDs Detected")
@@ -188,8 +229,9 @@ def _parse_table(text: str, partial: bool) -> DcgmDiag:
         driver_version=metadata.get("Driver Version Detected"),
         gpu_device_ids=tuple(i.strip() for i in ids.split(",")) if ids else (),
         tests=tuple(built),
-        verdict=_verdict(built),
+        verdict=_verdict(built, len(cat_errors)),
         complete=complete,
+        errors=tuple(f"{cat}: {''.join(chunks).strip()}" for cat, chunks in cat_errors),
     )
 
 
@@ -231,6 +273,10 @@ def _parse_json(text: str) -> DcgmDiag:
     if root_key is None or not isinstance(doc[root_key], dict):
         raise ParseError(TOOL, "JSON has no 'DCGM Diagnostic'/'DCGM GPU Diagnostic' object")
     categories = doc[root_key].get("test_categories")
+    runtime_error = doc[root_key].get("runtime_error")
+    if not categories and isinstance(runtime_error, str) and runtime_error.strip():
+        # nvvs' JSON when the run could not start: {"DCGM GPU Diagnostic": {"runtime_error": "...", ...}}
+        return DcgmDiag("error", None, None, (), (), "Error", False, (runtime_error,))
     if not isinstance(categories, list) or not categories:
         raise ParseError(TOOL, "JSON has no test_categories")
     tests: list[DiagTest] = []
@@ -284,8 +330,14 @@ def parse_diag(text: str, *, partial: bool = False) -> DcgmDiag:
     Wrapped Warning/Info texts are re-joined (dcgmi wraps at 45 characters, mid-word). DCGM 4.x per-GPU
     ``GPUn: Pass`` rows and 3.x ``Pass - GPUs: 1, 2`` / ``Fail - GPU: 0`` rows both fill ``per_gpu``.
     ``partial=True`` accepts an author's excerpt of the table (no header, no closing border, last row cut).
+    An Error row that heads a category (DCGM 2.x/3.x: the category could not run) lands in ``errors`` and
+    fails the verdict. When dcgmi aborted before any result (``Error: ...`` lines, one with
+    ``Return: (-N)``), the result has ``format="error"``, no tests, verdict ``Error``, the lines in
+    ``errors`` and the code in ``return_code``.
     """
     require_text(TOOL, text)
+    if (aborted := _parse_abort(text)) is not None:
+        return aborted
     if text.lstrip().startswith("{"):
         return _parse_json(text)
     return _parse_table(text, partial)

@@ -18,6 +18,11 @@ _AVG_RE = re.compile(r"^# Avg bus bandwidth\s*: (?P<value>\S+)\s*$")
 _OOB_RE = re.compile(r"^# Out of bounds values\s*: (?P<value>\d+) (?P<status>OK|FAILED)\s*$")
 _VERSION_RE = re.compile(r"^NCCL version (?P<version>\S+)")
 _NCCL_DEBUG_RE = re.compile(r"^\S+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN)")
+#: Open MPI's help aggregation, printed by mpirun among the ranks' output (any place, even inside the table)
+_MPI_HELP_RE = re.compile(
+    r"^\[[^\]\s]+:\d+\] (?:\d+ more processes? ha(?:ve|s) sent help message .*"
+    r"|Set MCA parameter \"(?:orte|prte)_base_help_aggregate\" to 0 to see all help / error messages)$"
+)
 _FAILURE_RE = re.compile(r"(Test NCCL failure|Test CUDA failure|Test failure)")
 _PARAM_RE = re.compile(
     r"(nThread|nGpus|minBytes|maxBytes|step:|warmup iters:|iters:|agg iters:|validation:|graph:)"
@@ -112,7 +117,9 @@ def _columns(line: str, line_no: int) -> tuple[list[str], list[str]]:
 
 
 def parse(text: str) -> NcclResult:
-    """Parse one nccl-tests run. Launcher noise before the ``# nThread`` line is ignored.
+    """Parse one nccl-tests run. Launcher noise before the ``# nThread`` line is ignored, and so are Open
+    MPI's help-aggregation lines (``[host:pid] N more processes have sent help message ...``,
+    ``Set MCA parameter "orte_base_help_aggregate" ...``) wherever mpirun interleaves them.
 
     Requires the column header, at least one data row and the ``# Avg bus bandwidth`` footer (its absence
     means the output was truncated), unless the run printed a failure line, which lands in ``errors``.
@@ -135,6 +142,8 @@ def parse(text: str) -> NcclResult:
         line, line_no = lines[idx].rstrip(), idx + 1
         stripped = line.strip()
         if not stripped or stripped == "#" or _VERSION_RE.match(line) or _NCCL_DEBUG_RE.match(line):
+            continue
+        if _MPI_HELP_RE.match(stripped):
             continue
         if _FAILURE_RE.search(line):
             errors.append(stripped)

@@ -174,3 +174,74 @@ def test_truncated_raises(real: Real) -> None:
 def test_garbage_raises(text: str) -> None:
     with pytest.raises(ParseError):
         parse_diag(text)
+
+
+# CONSTRUCTED (no public capture of an aborted run was found): the message dcgmi prints when the diagnostic
+# cannot complete, as built in DCGM's dcgmi/Diag.cpp (3.x: "Error: Unable to complete diagnostic for group
+# <id>. Return: (<code>) <errorString>."); -21 is DCGM_ST_CONNECTION_NOT_VALID in dcgm_structs.h.
+ABORT_3X = (
+    "Error: Unable to complete diagnostic for group 2147483647. "
+    "Return: (-21) Host engine connection invalid/disconnected.\n"
+)
+
+
+def test_abort_before_table_is_an_errored_result() -> None:
+    d = parse_diag(ABORT_3X)
+    assert d.aborted and d.verdict == "Error" and d.return_code == -21 and not d.complete
+    assert d.tests == () and d.errors == (ABORT_3X.strip(),) and d.failures() == {}
+    # DCGM 4.x form: " : " before the text, system errors on the next line(s)
+    d4 = parse_diag(
+        "Error: Unable to complete diagnostic for group 2. Return: (-30) : The NVVS binary returned an "
+        "error\nError: nvvs exited with status 1\n"
+    )
+    assert d4.return_code == -30 and len(d4.errors) == 2
+
+
+def test_json_runtime_error_is_an_errored_result() -> None:
+    """nvvs' JSON when it cannot start, as logged in https://github.com/NVIDIA/DCGM/issues/57 (the
+    hostengine's debug line; tabs there stood for newlines)."""
+    doc = (
+        '{\n   "DCGM GPU Diagnostic" : {\n      "runtime_error" : "Unable to get the driver version: '
+        "Host engine connection invalid/disconnected. Couldn't succeed despite 0 retries.\",\n"
+        '      "version" : "440.37"\n   }\n}\n'
+    )
+    d = parse_diag(doc)
+    assert d.aborted and d.verdict == "Error" and d.errors[0].startswith("Unable to get the driver version")
+
+
+# CONSTRUCTED from the DCGM 2.x/3.x table layout (27-column name cell, 45 significant characters of text per
+# row, as in the real 3.x captures above) with an Error row heading the Deployment category - the shape DCGM
+# prints when a category cannot run. Row texts are illustrative.
+def _row(name: str, text: str) -> str:
+    return f"| {name:<26}| {text:<47}|\n"
+
+
+ERROR_HEADED = (
+    "+---------------------------+------------------------------------------------+\n"
+    "| Diagnostic                | Result                                         |\n"
+    "+===========================+================================================+\n"
+    "|-----  Deployment  --------+------------------------------------------------|\n"
+    + _row("Error", "GPU 0 is running at PCI link width 8X, which ")
+    + _row("", "is below the minimum allowed link width of 16")
+    + _row("", "X.")
+    + _row("Denylist", "Pass")
+    + _row("NVML Library", "Pass")
+    + "+-----  Hardware  ----------+------------------------------------------------+\n"
+    + _row("GPU Memory", "Pass - All")
+    + "+---------------------------+------------------------------------------------+\n"
+)
+
+
+def test_category_headed_by_wrapped_error_row() -> None:
+    d = parse_diag(ERROR_HEADED)
+    assert d.complete and not d.aborted and d.verdict == "Fail"
+    assert d.errors == (
+        "Deployment: GPU 0 is running at PCI link width 8X, which is below the minimum allowed link width "
+        "of 16X.",
+    )
+    assert [t.name for t in d.tests] == ["Denylist", "NVML Library", "GPU Memory"]
+    assert d.test("Denylist").warnings == () and d.failed_tests == ()
+    assert d.failures() == {
+        "Deployment (Error)": "GPU 0 is running at PCI link width 8X, which is below the minimum allowed "
+        "link width of 16X."
+    }

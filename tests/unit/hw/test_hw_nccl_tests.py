@@ -123,3 +123,34 @@ def test_truncated_raises(real: Real) -> None:
 def test_garbage_raises(text: str) -> None:
     with pytest.raises(ParseError):
         parse(text)
+
+
+def test_alltoall_2node_open_mpi_help_lines_inside_table(real: Real) -> None:
+    """nccl-alltoall_perf__rtx6000d-x16-2node-hpcx-ompi-help-aggregate-in-table-6kdreport__excerpt1.txt -
+    code-index id 52498782341 (a 2-node HPC-X mpirun report). Open MPI's help-aggregation lines sit between
+    the table header and the first row; they are mpirun's, not a result row."""
+    r = parse(
+        real(
+            "nccl-alltoall_perf__rtx6000d-x16-2node-hpcx-ompi-help-aggregate-in-table-6kdreport__excerpt1.txt"
+        )
+    )
+    assert len(r.ranks) == 16 and {k.host for k in r.ranks} == {"R6KD-CX8aaS-GPU-11", "R6KD-CX8aaS-GPU-12"}
+    assert r.nccl_version == "2.30.3+cuda13.0" and len(r.rows) == 24 and r.errors == ()
+    assert r.rows[0].size_bytes == 1024 and r.row(8589934592).out_of_place.busbw_gbps == 41.03
+    assert r.avg_bus_bandwidth == 21.1462 and r.wrong_na and r.wrong_total == 0
+
+
+def test_open_mpi_help_lines_between_devices_and_table(real: Real) -> None:
+    """The same lines where the brief saw them: after the device list, before the header (moved there
+    from the capture above - a CONSTRUCTED reordering of real lines)."""
+    text = real(
+        "nccl-alltoall_perf__rtx6000d-x16-2node-hpcx-ompi-help-aggregate-in-table-6kdreport__excerpt1.txt"
+    )
+    lines = text.splitlines(keepends=True)
+    help_lines = [ln for ln in lines if ln.startswith("[R6KD")]
+    rest = [ln for ln in lines if not ln.startswith("[R6KD")]
+    at = next(i for i, ln in enumerate(rest) if ln.startswith("NCCL version"))
+    r = parse("".join(rest[:at] + help_lines + rest[at:]))
+    assert len(r.rows) == 24 and len(r.ranks) == 16
+    with pytest.raises(ParseError):  # anything else between the rows still breaks the parse
+        parse(text.replace(help_lines[0], "[R6KD-CX8aaS-GPU-11:00814] something else\n"))

@@ -117,3 +117,36 @@ def test_inactive_single_link() -> None:
         "GPU 0: NVIDIA H100 (UUID: GPU-1)\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n"
     )
     assert gpu.active_links == 1 and gpu.links[1].inactive and gpu.links[1].speed_gbps is None
+
+
+def _without_uuid_tabbed(text: str) -> str:
+    """CONSTRUCTED from a real capture: the header as newer drivers print it (``GPU n: <name>``, no UUID)
+    and tab indentation - no public capture of that exact form was found."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("GPU "):
+            out.append(line.split(" (UUID:")[0] + "\n")
+        else:
+            out.append("\t" + line.lstrip(" ") if line.strip() else line)
+    return "".join(out)
+
+
+def test_status_header_without_uuid_tabs(real: Real) -> None:
+    """From nvidia-smi-nvlink-s__a100x8-sxm4-80gb-gpud__2.txt (gpud testdata, see SOURCES.md)."""
+    text = _without_uuid_tabbed(real("nvidia-smi-nvlink-s__a100x8-sxm4-80gb-gpud__2.txt"))
+    assert "UUID" not in text and "\t" in text
+    gpus = parse_nvlink_status(text)
+    assert len(gpus) == 8 and {g.uuid for g in gpus} == {None}
+    assert gpus[0].name == "NVIDIA A100-SXM4-80GB" and gpus[0].active_links == 12
+
+
+def test_errors_header_without_uuid(real: Real) -> None:
+    """From nvidia-smi-nvlink-e__a100x8-40gb-gpu0-brevdoc__2.txt (already tab-indented)."""
+    gpus = parse_nvlink_errors(
+        _without_uuid_tabbed(real("nvidia-smi-nvlink-e__a100x8-40gb-gpu0-brevdoc__2.txt"))
+    )
+    assert (
+        gpus[0].uuid is None and gpus[0].name == "NVIDIA A100-SXM4-40GB" and gpus[0].total("CRC Errors") == 0
+    )
+    with pytest.raises(ParseError, match="UUID"):
+        parse_nvlink_status("GPU 0: NVIDIA A100 (UUID: not-a-uuid)\n\t Link 0: 25 GB/s\n")

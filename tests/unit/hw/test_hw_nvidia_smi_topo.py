@@ -165,3 +165,23 @@ def test_truncated_raises(real: Real) -> None:
 def test_garbage_or_inconsistent_raises(text: str) -> None:
     with pytest.raises(ParseError):
         parse_topo(text)
+
+
+def test_cut_short_partial(real: Real) -> None:
+    """nvidia-smi-topo__h100x8-8nic-sglang30401__1.txt cut after 6 lines (header + GPU0-4), the last of
+    them mid-row: strict parsing says truncated; ``partial=True`` gives the complete rows and names the
+    rest."""
+    text = real("nvidia-smi-topo__h100x8-8nic-sglang30401__1.txt")
+    cut = head(text, 6)
+    cut = cut[: cut.rstrip("\n").rfind("NV18")]  # GPU4's row stops after a few cells, as a killed command
+    with pytest.raises(ParseError, match=r"truncated|link cells"):
+        parse_topo(cut)
+    t = parse_topo(cut, partial=True)
+    assert not t.complete and list(t.links) == ["GPU0", "GPU1", "GPU2", "GPU3"]
+    assert t.missing[0] == "GPU4" and "NIC7" in t.missing and "GPU4: row cut short" in t.anomalies
+    assert t.link("GPU0", "NIC0") == "PIX" and t.nvlink_count("GPU1", "GPU3") == 18 and t.legend == {}
+    assert t.affinity["GPU0"].cpus
+    full = parse_topo(text, partial=True)
+    assert full.complete and full.missing == ()
+    with pytest.raises(ParseError, match="invalid link value"):
+        parse_topo(cut.replace("NV18", "ZZ9", 1), partial=True)  # a bad cell on a complete row still fails

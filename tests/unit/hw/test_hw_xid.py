@@ -134,3 +134,86 @@ def test_truncated_line_and_garbage_raise(real: Real) -> None:
         parse("hello world\n")
     with pytest.raises(ParseError, match="pid/name"):
         parse("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=abc, name=x, Ch 1\n")
+
+
+def test_dmesg_decode_iso(real: Real) -> None:
+    """xid__gpu-node-dmesg-decode-iso-xid13-43-gpudmemory__11.txt - leptonai/gpud
+    components/memory/testdata/dmesg.decode.iso.log lines 1-17 @4a8de33a (``dmesg --decode
+    --time-format=iso``: ``kern  :warn  : <ISO> NVRM: ...``)."""
+    events = parse(real("xid__gpu-node-dmesg-decode-iso-xid13-43-gpudmemory__11.txt"))
+    assert [e.xid for e in events] == [13] * 16 + [43]
+    e0, last = events[0], events[-1]
+    assert (e0.timestamp, e0.timestamp_format, e0.pci_bus_id) == (
+        "2025-01-21T04:41:44,283302+00:00",
+        "iso",
+        "0000:38:00",
+    )
+    assert (last.pid, last.process_name, last.message) == (2924364, "pt_main_thread", "Ch 00000008")
+
+
+def test_gpu_fallen_off_bus_without_xid(real: Real) -> None:
+    """xid__570.158-dmesg-gpu-fallen-off-bus-no-xid-probe-failed-nvsentinel155__12.txt -
+    https://github.com/NVIDIA/NVSentinel/issues/155: the 3-line "fallen off the bus" record and no Xid
+    line -> one GPU-lost event, reported as Xid 79."""
+    [ev] = parse(real("xid__570.158-dmesg-gpu-fallen-off-bus-no-xid-probe-failed-nvsentinel155__12.txt"))
+    assert (ev.xid, ev.gpu_lost, ev.pci_bus_id, ev.line_no, ev.timestamp) == (
+        79,
+        True,
+        "0000:b3:00",
+        1,
+        "1843.308145",
+    )
+    assert ev.message == (
+        "NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the "
+        "bus and is not responding to commands."
+    )
+
+
+def test_gpu_lost_not_doubled_when_xid79_is_printed(real: Real) -> None:
+    """xid__535.161-...akash209__7.txt prints Xid 79 and the one-line "GPU has fallen off the bus": one
+    event. The same capture without its Xid line (CONSTRUCTED by dropping it) still gives a GPU-lost one."""
+    text = real("xid__535.161-dmesg-T-xid79-fallen-off-bus-crashdump-akash209__7.txt")
+    assert [(e.xid, e.gpu_lost) for e in parse(text)] == [(79, False)]
+    no_xid = "".join(ln for ln in text.splitlines(keepends=True) if "Xid" not in ln)
+    [ev] = parse(no_xid)
+    assert (ev.xid, ev.gpu_lost, ev.pci_bus_id) == (79, True, "0000:a1:00")
+
+
+def test_journal_multiline_gpu_lost() -> None:
+    """CONSTRUCTED from the driver's message (open-gpu-kernel-modules nv.c: "NVRM: The NVIDIA GPU
+    %04x:%02x:%02x.%x\\nNVRM: (PCI ID: %04x:%04x) installed in this system has\\nNVRM: fallen off the bus and
+    is not responding to commands.\\n") as journalctl prints each line with its own prefix."""
+    log = (
+        "2026-02-14T05:03:41+0000 gpu-1 kernel: NVRM: The NVIDIA GPU 0000:44:00.0\n"
+        "2026-02-14T05:03:41+0000 gpu-1 kernel: NVRM: (PCI ID: 10de:2330) installed in this system has\n"
+        "2026-02-14T05:03:41+0000 gpu-1 kernel: NVRM: fallen off the bus and is not responding to commands.\n"
+        "2026-02-14T05:03:41+0000 gpu-1 kernel: NVRM: The NVIDIA probe routine failed for 1 device(s).\n"
+    )
+    [ev] = parse(log)
+    assert ev.gpu_lost and ev.pci_bus_id == "0000:44:00" and ev.timestamp_format == "journal-iso"
+    # a "The NVIDIA GPU ..." record that is not about the bus is not an event
+    assert parse("[    5.1] NVRM: The NVIDIA GPU 0000:44:00.0\n          NVRM: is not supported.\n") == []
+
+
+def test_pid_without_name_older_driver() -> None:
+    """CONSTRUCTED (no public capture found): older drivers' Xid line with ``pid=N,`` and no ``name=``
+    field, e.g. "NVRM: Xid (PCI:0000:01:00): 79, pid=0, GPU has fallen off the bus." (format per NVIDIA's
+    Xid documentation examples)."""
+    [ev] = parse("[ 1234.5] NVRM: Xid (PCI:0000:01:00): 79, pid=0, GPU has fallen off the bus.\n")
+    assert (ev.xid, ev.pid, ev.process_name, ev.message) == (79, 0, None, "GPU has fallen off the bus.")
+    [ev] = parse("[ 9.9] NVRM: Xid (PCI:0000:3b:00): 31, pid=4412, Ch 00000010, intr 10000000. MMU Fault\n")
+    assert (ev.pid, ev.process_name, ev.message) == (4412, None, "Ch 00000010, intr 10000000. MMU Fault")
+
+
+def test_aer_lines_are_not_gpu_events(real: Real) -> None:
+    """dmesg-aer__amd-root-port-correctable-timeout-badtlp-gpu-fell-off-bus-popos3363__excerpt1.txt -
+    https://github.com/pop-os/pop/issues/3363: syslog-prefixed correctable AER lines from the root port
+    above the GPU; they parse as kernel lines and are no GPU event (the later fall is not in the excerpt)."""
+    assert (
+        parse(
+            real(
+                "dmesg-aer__amd-root-port-correctable-timeout-badtlp-gpu-fell-off-bus-popos3363__excerpt1.txt"
+            )
+        )
+        == []
+    )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from clusterforge.certify.checks import CheckError, CheckFailed
 from clusterforge.certify.expect import NodeExpect
 
-from .conftest import FakeNode, validator
+from .conftest import FakeNode, real, validator
 
 os_tuning = validator("os_tuning")
 software = validator("software")
@@ -81,20 +83,85 @@ def test_memlock(ib_node: NodeExpect) -> None:
         os_tuning.test_memlock_systemd(ib_node, FakeNode({show: (0, "DefaultLimitMEMLOCK=8388608\n")}))
 
 
+UBUNTU = 'NAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID="24.04"\n'
+ROCKY = 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="9.4"\n'
+
+
+def _with(node: NodeExpect, **software: object) -> NodeExpect:
+    return node.__class__(**{**node.__dict__, "software": {**node.software, **software}})
+
+
 def test_packages_against_pins(ib_node: NodeExpect) -> None:
     dpkg = software.DPKG
     listing = (
         "libnccl2\t2.26.2-1+cuda12.8\thi \nrdma-core\t44.0-2\tii \n"
         "datacenter-gpu-manager-4-core\t1:4.2.3-1\tii \nlibnccl-dev\t2.26.2-1+cuda12.8\trc \n"
     )
-    node = FakeNode({dpkg: (0, listing)})
+    deb = {software.OS_RELEASE: (0, UBUNTU)}
+    node = FakeNode({dpkg: (0, listing), **deb})
     software.test_nccl(ib_node, node)
-    software.test_rdma_core(ib_node, node)
+    software.test_rdma(ib_node, node)
     software.test_dcgm(ib_node, node)
     with pytest.raises(CheckFailed, match=r"NCCL \(libnccl2\): expected 2.26.2; found libnccl2 2.25.1-1"):
-        software.test_nccl(ib_node, FakeNode({dpkg: (0, listing.replace("2.26.2-1", "2.25.1-1", 1))}))
+        software.test_nccl(ib_node, FakeNode({dpkg: (0, listing.replace("2.26.2-1", "2.25.1-1", 1)), **deb}))
     with pytest.raises(CheckError, match="dpkg-query` is not installed"):
-        software.test_nccl(ib_node, FakeNode({}))
+        software.test_nccl(ib_node, FakeNode(deb))
+    with pytest.raises(CheckError, match=r"`cat` .*exited|/etc/os-release"):
+        software.test_nccl(ib_node, FakeNode({dpkg: (0, listing), software.OS_RELEASE: (1, "")}))
+
+
+def test_packages_on_the_rpm_family(ib_node: NodeExpect) -> None:
+    """rpm -qa with the validators' query format (input constructed from rpm's documented format)."""
+    rpm = software.RPM
+    listing = (
+        "libnccl\t(none):2.26.2-1+cuda12.8\nrdma-core\t(none):44.0-2.el9\n"
+        "datacenter-gpu-manager-4-core\t1:4.2.3-1\n"
+    )
+    node = FakeNode({rpm: (0, listing), software.OS_RELEASE: (0, ROCKY)})
+    software.test_nccl(ib_node, node)
+    software.test_rdma(ib_node, node)
+    software.test_dcgm(ib_node, node)
+    assert software.DPKG not in node.asked
+    with pytest.raises(CheckFailed, match=r"rdma-core: expected 44.0; found rdma-core \(none\):51.0-1.el9"):
+        software.test_rdma(
+            ib_node, FakeNode({rpm: (0, "rdma-core\t(none):51.0-1.el9\n"), software.OS_RELEASE: (0, ROCKY)})
+        )
+    with pytest.raises(CheckError, match="`rpm` is not installed"):
+        software.test_nccl(ib_node, FakeNode({software.OS_RELEASE: (0, ROCKY)}))
+
+
+def test_rdma_doca_ofed_stack(ib_node: NodeExpect) -> None:
+    node = _with(ib_node, rdma={"stack": "doca-ofed", "version": "25.10"})
+    deb = {software.OS_RELEASE: (0, UBUNTU), software.DPKG: (0, "rdma-core\t2510mlnx-1\tii \n")}
+    ofed = "OFED-internal-25.10-1.7.1:\n"  # the DOCA capture's line (ofed_info-s__doca-ofed-25.10-...)
+    software.test_rdma(node, FakeNode({software.OFED_INFO: (0, ofed), **deb}))
+    with pytest.raises(CheckFailed, match=r"expected 25.07; found OFED-internal-25.10-1.7.1; package not"):
+        software.test_rdma(
+            _with(ib_node, rdma={"stack": "doca-ofed", "version": "25.07"}),
+            FakeNode({software.OFED_INFO: (0, ofed), **deb}),
+        )
+    with pytest.raises(CheckError, match="`ofed_info` is not installed"):
+        software.test_rdma(node, FakeNode(deb))
+    doca_pkg = {software.DPKG: (0, "doca-ofed\t2.10.0-093000\tii \n"), software.OS_RELEASE: (0, UBUNTU)}
+    software.test_rdma(
+        _with(ib_node, rdma={"stack": "doca-ofed", "version": "2.10.0"}),
+        FakeNode({software.OFED_INFO: (0, "OFED-internal-25.01-0.6.0:\n"), **doca_pkg}),
+    )
+
+
+def test_vbios_and_nic_firmware_pins(ib_node: NodeExpect) -> None:
+    """Pinned VBIOS / NIC firmware mismatch is a fail naming the part; an absent pin is not checked."""
+    q = real("nvidia-smi-q__h100x8-baremetal-535.161-gpud__1.txt")
+    vbios = {g.vbios_version for g in software.parse_q(q).gpus}
+    [found] = vbios
+    software.test_vbios(_with(ib_node, vbios=found), FakeNode({software.SMI_Q: (0, q)}))
+    want = r"GPU VBIOS: expected 96.00.00.00.01 on every GPU; found "
+    with pytest.raises(CheckFailed, match=want + f".*{re.escape(found)}"):
+        software.test_vbios(_with(ib_node, vbios="96.00.00.00.01"), FakeNode({software.SMI_Q: (0, q)}))
+    applies = software.test_vbios.pytestmark[0].args[0]
+    assert not applies(_with(ib_node, vbios=None)) and applies(_with(ib_node, vbios="x"))
+    with pytest.raises(CheckError, match="`ibstat` is not installed"):
+        software.test_nic_firmware(_with(ib_node, nic_firmware="28.43.2026"), FakeNode({}))
 
 
 def test_nccl_conf(roce_node: NodeExpect) -> None:

@@ -78,3 +78,10 @@ def test_dcgm_diag(ib_node: NodeExpect) -> None:
         perf.test_dcgm_diag(
             ib_node, FakeNode({"dcgmi diag -r 2 -j": (0, "Error: unable to connect to host engine")})
         )
+    # dcgmi's abort (message format of DCGM's dcgmi Diag.cpp, constructed): error naming the text, not fail
+    abort = (
+        "Error: Unable to complete diagnostic for group 2147483647. "
+        "Return: (-21) Host engine connection invalid/disconnected.\n"
+    )
+    with pytest.raises(CheckError, match=r"aborted before any result: .*Return: \(-21\) Host engine"):
+        perf.test_dcgm_diag(ib_node, FakeNode({"dcgmi diag -r 2 -j": (226, abort)}))

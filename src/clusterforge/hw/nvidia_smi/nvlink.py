@@ -12,7 +12,8 @@ from ..errors import ParseError
 TOOL_S = "nvidia-smi nvlink -s"
 TOOL_E = "nvidia-smi nvlink -e"
 
-_GPU_RE = re.compile(r"^GPU (?P<idx>\d+): (?P<name>.+) \(UUID: (?P<uuid>GPU-[0-9A-Za-z-]+)\)$")
+#: "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-...)"; newer drivers may print "GPU 0: <name>" with no UUID
+_GPU_RE = re.compile(r"^GPU (?P<idx>\d+): (?P<name>.+?)(?: \(UUID: (?P<uuid>GPU-[0-9A-Za-z-]+)\))?$")
 _LINK_RE = re.compile(r"^Link (?P<link>\d+): (?:(?P<speed>\d+(?:\.\d+)?) GB/s|(?P<inactive><inactive>))$")
 _ERR_RE = re.compile(r"^Link (?P<link>\d+): (?P<counter>[A-Za-z][A-Za-z0-9 ]*?): (?P<value>\d+|N/A)$")
 ALL_INACTIVE = "NVML: Unable to retrieve NVLink information as all links are inactive"
@@ -29,7 +30,7 @@ class NvLinkLink:
 class NvLinkGpu:
     index: int
     name: str
-    uuid: str
+    uuid: str | None  # None where the driver's header has no "(UUID: ...)"
     links: tuple[NvLinkLink, ...]
     all_inactive: bool  # nvidia-smi printed the "all links are inactive" NVML message
 
@@ -46,7 +47,7 @@ class NvLinkGpu:
 class NvLinkErrorsGpu:
     index: int
     name: str
-    uuid: str
+    uuid: str | None
     links: Mapping[int, Mapping[str, int | None]]  # link -> {"Replay Errors": 0, "Recovery Errors": 0, ...}
 
     def total(self, counter: str) -> int:
@@ -56,7 +57,9 @@ class NvLinkErrorsGpu:
 def _gpu_header(tool: str, line: str, line_no: int) -> re.Match[str]:
     m = _GPU_RE.match(line.strip())
     if not m:
-        raise ParseError(tool, "expected 'GPU n: <name> (UUID: GPU-...)'", line_no=line_no, line=line)
+        raise ParseError(tool, "expected 'GPU n: <name>[ (UUID: GPU-...)]'", line_no=line_no, line=line)
+    if "(UUID:" in m.group("name"):
+        raise ParseError(tool, "undecodable '(UUID: ...)' in the GPU header", line_no=line_no, line=line)
     return m
 
 

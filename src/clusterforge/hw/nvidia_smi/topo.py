@@ -15,6 +15,8 @@ _ENTITY_RE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z][a-z0-9_]*\d)$")
 _LEGEND_RE = re.compile(r"^(?P<key>X|[A-Z]+#?)\s+= (?P<desc>.+)$")
 _NIC_LEGEND_RE = re.compile(r"^(?P<nic>NIC\d+): (?P<dev>\S+)$")
 _TRAILING = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+#: link types nvidia-smi documents in its Legend (used when a cut-short output lost the Legend)
+_DOCUMENTED_LEGEND = {k: "" for k in ("X", "SYS", "NODE", "PHB", "PXB", "PIX", "NV#")}
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class Topology:
     nic_names: Mapping[str, str]  # "NIC0" -> "mlx5_0"
     legend: Mapping[str, str]  # "PIX" -> description
     anomalies: tuple[str, ...]  # real-world quirks the parser had to work around
+    complete: bool = True  # False: partial=True read an output cut short (rows/legends missing)
+    missing: tuple[str, ...] = ()  # entities of the header whose rows were not (fully) printed
 
     def link(self, a: str, b: str) -> str | None:
         return self.links[a][b]
@@ -58,13 +62,17 @@ def _cells(line: str, tabbed: bool) -> list[str]:
     return [c.strip() for c in line.split("\t")] if tabbed else line.split()
 
 
-def parse_topo(text: str) -> Topology:
+def parse_topo(text: str, *, partial: bool = False) -> Topology:
     """Parse the matrix, GPU CPU/NUMA affinity, the Legend and the NIC Legend.
 
     Tab-separated (as printed) and space-expanded copies are both accepted; ANSI underline escapes
     around the header row are removed. A GPU row whose last NIC cell is fused with the CPU Affinity cell
     (seen on a real VM: ``PH0-115``) is recovered when the fused cell is a link-type prefix followed by a
     CPU list; the lost link is ``None`` and the row is listed in ``anomalies``.
+
+    ``partial=True`` reads an output cut short: the rows printed so far (a last row cut mid-line is
+    dropped), without the Legend (the documented link types are accepted then) or NIC Legend;
+    ``complete`` is False and ``missing`` names the rows that were not printed.
     """
     require_text(TOOL, text)
     lines = [strip_ansi(line).rstrip("\n") for line in split_lines(text)]
@@ -115,56 +123,87 @@ def parse_topo(text: str) -> Topology:
         rows[name] = (line_no, line)
 
     missing = [e for e in entities if e not in rows]
-    if missing:
-        raise ParseError(TOOL, f"matrix rows missing for {missing} - output truncated")
-    if not legend:
-        raise ParseError(TOOL, "no 'Legend:' section - output truncated")
     nic_legend_needed = [n for n in nics if n.startswith("NIC")]
-    if nic_legend_needed and sorted(nic_names) != sorted(nic_legend_needed):
-        raise ParseError(TOOL, f"NIC Legend does not map {nic_legend_needed} - output truncated")
+    nic_legend_ok = not nic_legend_needed or sorted(nic_names) == sorted(nic_legend_needed)
+    if not partial:
+        if missing:
+            raise ParseError(TOOL, f"matrix rows missing for {missing} - output truncated")
+        if not legend:
+            raise ParseError(TOOL, "no 'Legend:' section - output truncated")
+        if not nic_legend_ok:
+            raise ParseError(TOOL, f"NIC Legend does not map {nic_legend_needed} - output truncated")
+    complete = not missing and bool(legend) and nic_legend_ok
+    legend_in_use = legend or _DOCUMENTED_LEGEND
+    last_text_line = max(i + 1 for i, line in enumerate(lines) if line.strip())
 
     links: dict[str, dict[str, str | None]] = {}
     affinity: dict[str, GpuAffinity] = {}
     anomalies: list[str] = []
-    n = len(entities)
-    for name in entities:
+    for name in [e for e in entities if e in rows]:
         line_no, line = rows[name]
-        cells = _cells(line, tabbed)[1:]
-        if not tabbed:
-            cells = [c for c in cells if c]
-        link_cells: list[str | None] = list(cells[:n])
-        rest = cells[n:]
-        if name.startswith("GPU") and len(link_cells) == n and not _valid_link(link_cells[-1] or "", legend):
-            fused = link_cells[-1] or ""
-            m = re.fullmatch(r"([A-Z]+)(\d[\d,\-]*)", fused)
-            if not (m and any(k.startswith(m.group(1)) for k in legend) and is_cpulist(m.group(2))):
-                raise ParseError(TOOL, f"invalid link value {fused!r}", line_no=line_no, line=line)
-            anomalies.append(f"{name}: {entities[-1]} cell fused with CPU Affinity ({fused!r})")
-            link_cells[-1] = None
-            rest = [m.group(2), *rest]
-        for col, value in zip(entities, link_cells, strict=False):
-            if value is not None and not _valid_link(value, legend):
-                raise ParseError(
-                    TOOL, f"invalid link value {value!r} for {name}/{col}", line_no=line_no, line=line
-                )
-        if len(link_cells) != n:
-            raise ParseError(
-                TOOL, f"row {name} has {len(link_cells)} link cells, expected {n}", line_no=line_no
-            )
-        if link_cells[entities.index(name)] != "X":
-            raise ParseError(TOOL, f"row {name} has no 'X' on the diagonal", line_no=line_no, line=line)
-        links[name] = dict(zip(entities, link_cells, strict=True))
-        if name.startswith("GPU"):
-            affinity[name] = _affinity(name, rest, trailing, tabbed, line_no, line)
-        elif any(rest):
-            raise ParseError(TOOL, f"NIC row {name} has affinity values", line_no=line_no, line=line)
-    for a in entities:
-        for b in entities:
+        try:
+            row_links, row_affinity = _row(name, line, line_no, entities, trailing, tabbed, legend_in_use)
+        except ParseError:
+            if not (partial and line_no == last_text_line):
+                raise
+            missing.append(name)  # the last line printed, cut mid-row
+            anomalies.append(f"{name}: row cut short")
+            complete = False
+            continue
+        fused, links[name] = row_links
+        anomalies += fused
+        if row_affinity is not None:
+            affinity[name] = row_affinity
+    for a in links:
+        for b in links:
             if links[a][b] is not None and links[b][a] is not None and links[a][b] != links[b][a]:
                 raise ParseError(
                     TOOL, f"matrix not symmetric: {a}/{b}={links[a][b]} but {b}/{a}={links[b][a]}"
                 )
-    return Topology(gpus, nics, links, affinity, nic_names, legend, tuple(anomalies))
+    missing_names = tuple(e for e in entities if e in missing)
+    return Topology(gpus, nics, links, affinity, nic_names, legend, tuple(anomalies), complete, missing_names)
+
+
+def _row(
+    name: str,
+    line: str,
+    line_no: int,
+    entities: list[str],
+    trailing: list[str],
+    tabbed: bool,
+    legend: Mapping[str, str],
+) -> tuple[tuple[list[str], dict[str, str | None]], GpuAffinity | None]:
+    """One matrix row: (fused-cell anomalies, its links) and, for a GPU, its affinity."""
+    n = len(entities)
+    anomalies: list[str] = []
+    cells = _cells(line, tabbed)[1:]
+    if not tabbed:
+        cells = [c for c in cells if c]
+    link_cells: list[str | None] = list(cells[:n])
+    rest = cells[n:]
+    if name.startswith("GPU") and len(link_cells) == n and not _valid_link(link_cells[-1] or "", legend):
+        fused = link_cells[-1] or ""
+        m = re.fullmatch(r"([A-Z]+)(\d[\d,\-]*)", fused)
+        if not (m and any(k.startswith(m.group(1)) for k in legend) and is_cpulist(m.group(2))):
+            raise ParseError(TOOL, f"invalid link value {fused!r}", line_no=line_no, line=line)
+        anomalies.append(f"{name}: {entities[-1]} cell fused with CPU Affinity ({fused!r})")
+        link_cells[-1] = None
+        rest = [m.group(2), *rest]
+    for col, value in zip(entities, link_cells, strict=False):
+        if value is not None and not _valid_link(value, legend):
+            raise ParseError(
+                TOOL, f"invalid link value {value!r} for {name}/{col}", line_no=line_no, line=line
+            )
+    if len(link_cells) != n:
+        raise ParseError(TOOL, f"row {name} has {len(link_cells)} link cells, expected {n}", line_no=line_no)
+    if link_cells[entities.index(name)] != "X":
+        raise ParseError(TOOL, f"row {name} has no 'X' on the diagonal", line_no=line_no, line=line)
+    row_links = dict(zip(entities, link_cells, strict=True))
+    if name.startswith("GPU"):
+        return (anomalies, row_links), _affinity(name, rest, trailing, tabbed, line_no, line)
+    if any(rest):
+        raise ParseError(TOOL, f"NIC row {name} has affinity values", line_no=line_no, line=line)
+    return (anomalies, row_links), None
 
 
 def _affinity(

@@ -1,0 +1,149 @@
+"""Package listings of both families (dpkg-query / dpkg -l / rpm -q), /etc/os-release, and version ordering.
+
+Real capture: dpkg-l-nvidia__ubuntu-465-driver-un-ii-rc-states-truncated-version-nvdocker1506__excerpt1.txt
+(https://github.com/NVIDIA/nvidia-docker/issues/1506). No public capture of ``rpm -q --qf`` with this
+project's query format or of ``dpkg-query -W -f=...`` was found: those inputs are CONSTRUCTED below from the
+tools' documented formats (rpm(8) ``--queryformat`` tags, ``%{EPOCH}`` printing ``(none)`` when unset, and
+rpm's "package %s is not installed" message from lib/query.c; dpkg-query(1) ``-W -f`` fields and
+``${db:Status-Abbrev}``), and say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from clusterforge.hw import ParseError
+from clusterforge.hw.packages import os_family, parse_dpkg_l, parse_dpkg_query, parse_rpm_query
+from clusterforge.hw.pkgversion import compare, deb_compare, matches_pin, rpm_compare, rpmvercmp, upstream
+
+Real = Callable[[str], str]
+
+
+def test_dpkg_l_real_states(real: Real) -> None:
+    """dpkg-l-nvidia__ubuntu-465-driver-un-ii-rc-states-truncated-version-nvdocker1506__excerpt1.txt: ``un``
+    rows are not installed, ``rc`` (config files left) is not installed, ``:amd64`` is dropped from names."""
+    p = parse_dpkg_l(
+        real("dpkg-l-nvidia__ubuntu-465-driver-un-ii-rc-states-truncated-version-nvdocker1506__excerpt1.txt")
+    )
+    assert p.family == "debian"
+    assert dict(p.installed) == {
+        "libnvidia-cfg1-465": ("465.19.01-0ubuntu1",),
+        "libnvidia-common-465": ("465.19.01-0ubuntu1",),
+    }
+    assert p.states["libnvidia-compute-418"] == "rc" and "libgldispatch0-nvidia" in p.not_installed
+    # dpkg cut this version to its column width; it is kept as printed
+    assert p.states["libnvidia-compute-440"] == "rc"
+
+
+# CONSTRUCTED from dpkg-query(1): -W -f='${Package}\t${Version}\t${db:Status-Abbrev}\n'
+DPKG_QUERY = (
+    "libnccl2\t2.26.2-1+cuda12.8\thi \n"
+    "rdma-core\t44.0-2\tii \n"
+    "datacenter-gpu-manager-4-core\t1:4.2.3-1\tii \n"
+    "libnccl-dev\t2.25.1-1+cuda12.8\trc \n"
+    "libnvidia-compute-570:amd64\t570.148.08-0ubuntu1\tii \n"
+    "mlnx-tools\t\tun \n"
+)
+
+
+def test_dpkg_query_constructed() -> None:
+    p = parse_dpkg_query(DPKG_QUERY)
+    assert p.versions("libnccl2") == ("2.26.2-1+cuda12.8",)  # held (hi) is installed
+    assert p.versions("libnccl-dev") == () and p.states["libnccl-dev"] == "rc"
+    assert p.versions("libnvidia-compute-570") == ("570.148.08-0ubuntu1",)
+    assert p.not_installed == ("mlnx-tools",)
+    with pytest.raises(ParseError, match="package<TAB>version<TAB>status"):
+        parse_dpkg_query("rdma-core 44.0-2 ii\n")
+    with pytest.raises(ParseError, match="upstream version must start with a digit"):
+        parse_dpkg_query("rdma-core\tgarbage\tii \n")
+
+
+# CONSTRUCTED from rpm(8): rpm -qa --qf '%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}\n' (+ named, absent package)
+RPM_Q = (
+    "rdma-core\t(none):51.0-1.el9\n"
+    "libnccl\t(none):2.26.2-1+cuda12.8\n"
+    "nvidia-driver\t3:570.148.08-1.el9\n"
+    "kernel\t(none):5.14.0-427.13.1.el9_4\n"
+    "kernel\t(none):5.14.0-503.11.1.el9_5\n"
+    "package mlnx-ofa_kernel is not installed\n"
+)
+
+
+def test_rpm_query_constructed() -> None:
+    p = parse_rpm_query(RPM_Q)
+    assert p.family == "redhat" and p.not_installed == ("mlnx-ofa_kernel",)
+    assert p.versions("kernel") == ("(none):5.14.0-427.13.1.el9_4", "(none):5.14.0-503.11.1.el9_5")
+    assert upstream("redhat", p.versions("nvidia-driver")[0]) == "570.148.08"
+    assert matches_pin("redhat", p.versions("libnccl")[0], "2.26.2")
+    assert parse_rpm_query("package rdma-core is not installed\n").installed == {}
+    with pytest.raises(ParseError, match="epoch:version-release"):
+        parse_rpm_query("rdma-core-51.0-1.el9.x86_64\n")  # rpm -qa's default format is not this one
+    with pytest.raises(ParseError):
+        parse_rpm_query("rdma-core\t(none):51.0\n")
+
+
+def test_os_family() -> None:
+    # /etc/os-release keys as documented in os-release(5)
+    assert os_family('NAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID="24.04"\n') == "debian"
+    assert os_family('ID="rocky"\nID_LIKE="rhel centos fedora"\n') == "redhat"
+    assert os_family('ID=somederiv\nID_LIKE="rhel fedora"\n') == "redhat"
+    with pytest.raises(ParseError, match="unsupported OS"):
+        os_family("ID=alpine\n")
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "want"),
+    [
+        # Debian Policy 5.6.12: "~~" < "~~a" < "~" < "" < "a"
+        ("1.0~~", "1.0~~a", -1),
+        ("1.0~~a", "1.0~", -1),
+        ("1.0~", "1.0", -1),
+        ("1.0", "1.0a", -1),
+        ("1.0~rc1-1", "1.0-1", -1),
+        ("1:0.1", "2.0", 1),  # epoch first
+        ("2.26.2-1+cuda12.8", "2.26.2-1+cuda12.9", -1),
+        ("1.0-1", "1.0-1ubuntu1", -1),
+        ("1.0", "1.0-0", 0),  # an absent revision equals "0"
+        ("1.10", "1.9", 1),  # digit runs compare as numbers
+        ("1.0.0", "1.00.0", 0),
+        ("465.19.01-0ubuntu1", "465.19.1-0ubuntu1", 0),
+    ],
+)
+def test_deb_compare(a: str, b: str, want: int) -> None:
+    assert deb_compare(a, b) == want and deb_compare(b, a) == -want and compare("debian", a, b) == want
+
+
+#: rpm's own tests/rpmvercmp.at (rpm-software-management/rpm @0920d333), a selection
+RPMVERCMP = [
+    ("1.0", "2.0", -1), ("2.0.1", "2.0.1", 0), ("2.0", "2.0.1", -1), ("2.0.1a", "2.0.1", 1),
+    ("5.5p1", "5.5p2", -1), ("5.5p1", "5.5p10", -1), ("10xyz", "10.1xyz", -1), ("xyz10", "xyz10.1", -1),
+    ("xyz.4", "8", -1), ("xyz.4", "2", -1), ("5.5p2", "5.6p1", -1), ("6.0.rc1", "6.0", 1),
+    ("10b2", "10a1", 1), ("1.0a", "1.0aa", -1), ("10.0001", "10.1", 0), ("10.0001", "10.0039", -1),
+    ("4.999.9", "5.0", -1), ("20101121", "20101122", -1), ("2.0", "2_0", 0), ("a+", "a_", 0),
+    ("+a", "_a", 0), ("_+", "+_", 0), ("+", "_", 0), ("1.0~rc1", "1.0", -1), ("1.0~rc1", "1.0~rc2", -1),
+    ("1.0~rc1~git123", "1.0~rc1", -1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("a", "b", "want"), RPMVERCMP)
+def test_rpmvercmp(a: str, b: str, want: int) -> None:
+    assert rpmvercmp(a, b) == want and rpmvercmp(b, a) == -want
+
+
+def test_rpm_evr_and_caret() -> None:
+    # caret (rpm >= 4.15 docs): after the base version, before anything longer
+    assert rpmvercmp("1.0^git1", "1.0") == 1 and rpmvercmp("1.0^git1", "1.0.1") == -1
+    assert rpm_compare("3:570.148.08-1.el9", "(none):580.65.06-1.el9") == 1  # epoch wins
+    assert rpm_compare("(none):51.0-1.el9", "0:51.0-2.el9") == -1
+    assert rpm_compare("51.0", "51.0-2.el9") == 0  # a missing release is not compared
+    assert compare("redhat", "(none):2.26.2-1+cuda12.8", "(none):2.26.10-1+cuda12.8") == -1
+    with pytest.raises(ValueError, match="unknown package family"):
+        compare("arch", "1", "2")
+
+
+def test_matches_pin_boundaries() -> None:
+    assert matches_pin("debian", "1:4.2.3-1", "4.2.3") and matches_pin("debian", "1:4.2.3-1", "4.2")
+    assert not matches_pin("debian", "2.26.20-1", "2.26.2")
+    assert matches_pin("redhat", "(none):44.0-2.el9", "44.0")
