@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode
 
 DEFAULT_SPEC = Path("inventory/clusters/lab.yaml")
@@ -151,6 +152,7 @@ def main() -> None:
 
     Usage errors (unknown option, missing argument) exit 2 through Typer's standalone mode.
     """
+    scrub_environ()  # signing-key variables stay in this process: no child (ansible, validators) gets them
     try:
         app()
     except ClusterforgeError as exc:

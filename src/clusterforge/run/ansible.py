@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusterforge.childenv import scrub_environ
 from clusterforge.run.task_diff import task_diff
 
 REPO = Path(__file__).resolve().parents[3]
@@ -260,6 +261,8 @@ def run_playbook(
             on_event(ev)
         return True
 
+    # the certificate signing key's variables never reach ansible-runner, which copies os.environ
+    scrub_environ()
     cmdline = []
     if check:
         cmdline.append("--check")
