@@ -19,6 +19,7 @@ def records_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     """A records directory (and signing key) of the test's own; no key variable."""
     root = tmp_path_factory.mktemp("records")
     monkeypatch.setenv("CLUSTERFORGE_DB", str(root / "records.db"))
+    monkeypatch.setenv("HOME", str(root / "home"))  # nothing reaches the real ~/.local/state
     for name in (signing.LEGACY_KEY_ENV, signing.KEY_FILE_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(childenv, "_captured", {})

@@ -14,6 +14,7 @@ from clusterforge.records import signing
 def records_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path_factory.mktemp("records")
     monkeypatch.setenv("CLUSTERFORGE_DB", str(root / "records.db"))
+    monkeypatch.setenv("HOME", str(root / "home"))  # nothing reaches the real ~/.local/state
     monkeypatch.setenv("CLUSTERFORGE_CERT_DIR", str(root / "certificates"))
     for name in (signing.LEGACY_KEY_ENV, signing.KEY_FILE_ENV):
         monkeypatch.delenv(name, raising=False)
