@@ -220,7 +220,9 @@ def verify_seal(cert: Mapping[str, Any], trusted: signing.TrustedKeys | None = N
     if not isinstance(cert, Mapping):
         return VerifyResult(False, ["not a JSON object"])
     if cert.get("schema") in UNSIGNED_SCHEMAS:
-        return VerifyResult(False, [f"unsigned (schema {str(cert['schema']).rsplit('/', 1)[-1]}): re-certify"])
+        return VerifyResult(
+            False, [f"unsigned (schema {str(cert['schema']).rsplit('/', 1)[-1]}): re-certify"]
+        )
     reasons = _shape(cert)
     reasons += _signature(cert, signing.trusted_keys() if trusted is None else trusted)
     digest = cert.get("digest")

@@ -86,9 +86,8 @@ def list_(
     ] = None,
 ) -> None:
     """List the certificates recorded for NODE, newest first, each with its verification."""
-    from clusterforge.records.store import Store
-
     from clusterforge.records import signing
+    from clusterforge.records.store import Store
 
     with Store(db) as store:
         certs = store.certificates(node, tier)
@@ -132,7 +131,9 @@ def rotate_key() -> None:
 
 @app.command("trust-key")
 def trust_key(
-    file: Annotated[Path, typer.Argument(help="an Ed25519 public key in PEM (from `certificate public-key`)")],
+    file: Annotated[
+        Path, typer.Argument(help="an Ed25519 public key in PEM (from `certificate public-key`)")
+    ],
 ) -> None:
     """Trust FILE's public key for verification (e.g. another controller's, for `records merge`)."""
     from clusterforge.records import signing

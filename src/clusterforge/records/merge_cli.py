@@ -69,8 +69,8 @@ def merge(
                 problems.append(f"{s}: ... and {len(bad) - 20} more certificates that do not verify")
             if bad:
                 problems.append(
-                    f"{s}: rejected; a certificate signed elsewhere needs that key's public half trusted here "
-                    "(clusterforge certificate trust-key FILE); a forged one must not be merged"
+                    f"{s}: rejected; a certificate signed elsewhere needs that key's public half trusted "
+                    "here (clusterforge certificate trust-key FILE); a forged one must not be merged"
                 )
     if problems:
         for p in problems:

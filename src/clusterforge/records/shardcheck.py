@@ -55,7 +55,9 @@ def shard_problems(
             continue
         issuer = body.get("issuer") or {}
         said = [*(body.get(c) for c in _COLUMNS), issuer.get("run_id")]
-        wrong = [c for c, have, want in zip((*_COLUMNS, "run_id"), row[:-1], said, strict=True) if have != want]
+        wrong = [
+            c for c, have, want in zip((*_COLUMNS, "run_id"), row[:-1], said, strict=True) if have != want
+        ]
         if wrong:
             problems.append(f"{label}: columns {', '.join(wrong)} differ from the signed certificate")
             continue

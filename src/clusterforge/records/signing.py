@@ -81,7 +81,8 @@ def _no_legacy_key() -> None:
         raise SigningKeyError(
             f"{LEGACY_KEY_ENV} is no longer used: certificates are signed with an Ed25519 key kept in "
             f"{keys_dir()} (or the file ${KEY_FILE_ENV} names). Unset {LEGACY_KEY_ENV} (a key in the "
-            "environment reaches every child process) and re-certify: certificates sealed with it do not verify"
+            "environment reaches every child process) and re-certify: certificates sealed with it do not "
+            "verify"
         )
 
 
@@ -155,7 +156,8 @@ def load_private(path: Path) -> SigningKey:
     if not isinstance(private, Ed25519PrivateKey):
         raise SigningKeyError(
             f"{path}: not an unencrypted Ed25519 private key in PEM (PKCS#8); "
-            "fix: point $CLUSTERFORGE_CERT_KEY_FILE at the right file, or move this one away to make a new key"
+            "fix: point $CLUSTERFORGE_CERT_KEY_FILE at the right file, or move this one away to make a new "
+            "key"
         )
     return SigningKey(kid_of(private.public_key()), private, path)
 

@@ -55,7 +55,9 @@ class CertificatesMixin(Database):
         keys) is refused."""
         res = certmod.verify_seal(cert, trusted)
         if not res.ok:
-            raise RecordsError("refusing to record a certificate that does not verify: " + "; ".join(res.reasons))
+            raise RecordsError(
+                "refusing to record a certificate that does not verify: " + "; ".join(res.reasons)
+            )
         with self._write() as db:
             db.execute(
                 "INSERT OR IGNORE INTO certificates (digest, cluster, node, tier, expectation_digest,"
@@ -113,7 +115,9 @@ class CertificatesMixin(Database):
         keys = signing.trusted_keys() if trusted is None else trusted
         res = certmod.verify_seal(cert, keys)
         if not res.ok:
-            raise RecordsError("refusing to issue a certificate that does not verify: " + "; ".join(res.reasons))
+            raise RecordsError(
+                "refusing to issue a certificate that does not verify: " + "; ".join(res.reasons)
+            )
         path = certmod.write(cert, root)
         self.record_certificate(cert, path, trusted=keys)
         return path

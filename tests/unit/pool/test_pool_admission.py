@@ -14,9 +14,8 @@ from clusterforge.plan import build_plan
 from clusterforge.pool.admission import HistoryEvent, apply, decide, history_from_store, is_flapping
 from clusterforge.pool.base import HOLD_REASON, ResumeRefused
 from clusterforge.pool.file import FilePool
-from clusterforge.records import Store
+from clusterforge.records import Store, signing
 from clusterforge.records import certificate as cm
-from clusterforge.records import signing
 from clusterforge.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -127,7 +126,10 @@ def test_expired_forged_and_unsigned_certificates_drain(plan: dict[str, Any]) ->
     v1 = {**{k: v for k, v in cert(plan).items() if k not in ("signature", "kid")}, "hmac": "0" * 64}
     v1["schema"] = "clusterforge.certificate/v1"
     d = decide(NODE, plan, [v1], [], NOW)
-    assert (d.action, d.reason) == ("drain", "clusterforge: quick certificate invalid (unsigned (schema v1): re-certify)")
+    assert (d.action, d.reason) == (
+        "drain",
+        "clusterforge: quick certificate invalid (unsigned (schema v1): re-certify)",
+    )
     forged = cert(plan, signer=_foreign())  # made from scratch, signed with a key of one's own
     d = decide(NODE, plan, [forged], [], NOW)
     assert d.action == "drain" and "unknown or untrusted key" in d.reason
