@@ -13,6 +13,7 @@ from rich.console import Console
 
 from clusterforge.burnin import cli as burnin_cli
 from clusterforge.certify import cli as certify_cli
+from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode
 from clusterforge.lab import cli as lab_cli
 from clusterforge.pool import cli as pool_cli
@@ -207,6 +208,7 @@ def main() -> None:
 
     Usage errors (unknown option, missing argument) exit 2 through Typer's standalone mode.
     """
+    scrub_environ()  # signing-key variables stay in this process: no child (ansible, validators) gets them
     try:
         app()
     except ClusterforgeError as exc:

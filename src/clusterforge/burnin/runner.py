@@ -143,8 +143,11 @@ def run(
     say: Say = print,
 ) -> Outcome:
     from clusterforge.certify.expect import nodes_of
-    from clusterforge.records import DEFAULT_LEASE_S, Store
+    from clusterforge.childenv import scrub_environ
+    from clusterforge.records import DEFAULT_LEASE_S, Store, signing
 
+    scrub_environ()  # launchers and NCCL jobs inherit os.environ: no signing-key variables in it
+    signing.signing_key()  # made on first use, before any node is touched: a key problem stops here
     store = Store(db_path)
     bdb = BurninDB(store.path)
     if resume:

@@ -21,7 +21,9 @@ from clusterforge.certify.expect import nodes_of
 from clusterforge.certify.issue import Recorder
 from clusterforge.certify.results import NodeResult, summary, write_json, write_junit
 from clusterforge.certify.runner import TIER_MARKERS, certify_nodes
+from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode, InputError
+from clusterforge.records import signing
 
 
 @dataclass
@@ -60,6 +62,11 @@ def certify_flow(
     if not names:
         return _fail_input(console, f"--limit {limit!r} selects no node of {spec}")
     expects = nodes_of(doc, inventory)
+    scrub_environ()  # validators and ansible never see the signing key's variables
+    try:  # the signing key (made on first use) before any node is touched: a key problem stops here
+        signing.signing_key()
+    except ClusterforgeError as exc:
+        return _fail_input(console, str(exc))
     try:
         rec = Recorder.start(doc["cluster"], doc["plan_hash"], spec, tier, names)
     except ClusterforgeError as exc:  # NodesBusy: another live run holds some of these nodes

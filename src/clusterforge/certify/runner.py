@@ -27,6 +27,7 @@ from typing import Any
 
 from clusterforge import assets
 from clusterforge.certify.results import CheckResult, NodeResult, read_results
+from clusterforge.childenv import child_env
 from clusterforge.errors import ClusterforgeError
 from clusterforge.run.ansible import lab_env
 from clusterforge.run.site import connection_vars, inventory_sources
@@ -236,7 +237,7 @@ def run_node(
     stop = threading.Event()
     watcher = threading.Thread(target=_watch, args=(run, progress, stop), daemon=True)
     watcher.start()
-    env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = child_env({**(env or {}), "PYTHONDONTWRITEBYTECODE": "1"})  # no signing-key variables
     with run.results.with_suffix(".log").open("wb") as log:
         run.proc = subprocess.Popen(
             argv,

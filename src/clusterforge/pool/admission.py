@@ -1,12 +1,13 @@
 """Admission policy: which nodes join the pool, which are drained, which are held for review.
 
-`decide` is pure: from the plan, the node's certificates and its history it returns admit, drain or
-hold. A node is admitted only with, for every tier in `certification.join_tiers`, a certificate that
-verifies (`records.certificate.verify`: digest, HMAC when a key is configured, not expired) for the
-node's CURRENT expectation digest, whose verdict is pass; the newest such certificate of a tier counts,
-so a later failure outweighs an earlier pass. A node that flaps (fail, pass, fail within
-`certification.flap_window_hours`) is held for review: drained with `HOLD_REASON` and left drained,
-whatever later certificates say, until an operator overrides (`clusterforge pool admit NODE --force`).
+`decide` (pure once given the trusted keys): from the plan, the node's certificates and its history it
+returns admit, drain or hold. A node is admitted only with, for every tier in `certification.join_tiers`,
+a certificate that verifies (`records.certificate.verify`: signed by a trusted key, unchanged, not
+expired; unsigned and untrusted certificates are refused) for the node's CURRENT expectation digest,
+whose verdict is pass; the newest such certificate of a tier counts, so a later failure outweighs an
+earlier pass. A node that flaps (fail, pass, fail within `certification.flap_window_hours`) is held for
+review: drained with `HOLD_REASON` and left drained, whatever later certificates say, until an operator
+overrides (`clusterforge pool admit NODE --force`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from typing import Any, Literal
 
 from clusterforge.pool.base import HOLD_REASON, PoolManager, reason_for_checks, sanitize_reason
 from clusterforge.records import certificate as certmod
+from clusterforge.records import signing
 from clusterforge.records._util import parse_iso, utcnow
+from clusterforge.records.signing import TrustedKeys
 
 Action = Literal["admit", "drain", "hold"]
 TIER_ORDER = {"quick": 0, "full": 1, "burnin": 2}
@@ -78,7 +81,7 @@ def _tier_verdict(
     digest: str,
     certs: Sequence[Mapping[str, Any]],
     now: datetime,
-    key: bytes | str | None,
+    trusted: TrustedKeys,
 ) -> tuple[Mapping[str, Any] | None, str]:
     """The certificate that admits `node` for `tier`, or None and why not."""
     mine = sorted(
@@ -86,7 +89,7 @@ def _tier_verdict(
     )
     if not mine:
         return None, f"no {tier} certificate"
-    checked = [(c, certmod.verify(c, key=key, now=now)) for c in mine]
+    checked = [(c, certmod.verify(c, trusted, now=now)) for c in mine]
     current = [c for c, res in checked if res.ok and c.get("expectation_digest") == digest]
     if current:
         latest = current[0]
@@ -112,9 +115,10 @@ def decide(
     history: Iterable[HistoryEvent],
     now: datetime | None = None,
     *,
-    key: bytes | str | None = None,
+    trusted: TrustedKeys | None = None,
 ) -> Decision:
-    """Admit, drain or hold `node` (pure: no I/O). `key`: the HMAC key (default `CLUSTERFORGE_CERT_KEY`)."""
+    """Admit, drain or hold `node`. `trusted`: key ID → public key (default: `signing.trusted_keys()`, read
+    from the records directory; with it given, no I/O)."""
     now = now or utcnow()
     pn = _plan_node(plan_doc, node)
     if pn is None:
@@ -128,10 +132,11 @@ def decide(
     if is_flapping(recent, now, window):
         return Decision(node, "hold", HOLD_REASON, details=(f"fail, pass, fail within {window:g} h",))
     certs = list(certs)
+    keys = signing.trusted_keys() if trusted is None else trusted
     admitting: list[Mapping[str, Any]] = []
     problems: list[str] = []
     for tier in tiers:
-        cert, why = _tier_verdict(node, tier, str(pn.get("expectation_digest")), certs, now, key)
+        cert, why = _tier_verdict(node, tier, str(pn.get("expectation_digest")), certs, now, keys)
         if cert is None:
             problems.append(why)
         else:

@@ -145,7 +145,7 @@ def admit(
 ) -> None:
     """Apply the admission policy to NODES: admit with valid passing certificates, else drain (or hold)."""
     from clusterforge.pool.admission import apply, decide, history_from_store
-    from clusterforge.records import Store
+    from clusterforge.records import Store, signing
 
     doc = load_plan(plan, spec)
     known = {n["name"] for n in doc["nodes"]}
@@ -155,11 +155,14 @@ def admit(
     not_admitted = 0
     try:
         pm = manager_for(doc, manager, registry)
+        trusted = signing.trusted_keys()
         with Store(db) as store:
             for node in nodes:
                 if force:
                     store.record_pool_event(node, "override", "pool admit --force")
-                decision = decide(node, doc, store.certificates(node), history_from_store(store, node))
+                decision = decide(
+                    node, doc, store.certificates(node), history_from_store(store, node), trusted=trusted
+                )
                 outcome = apply(decision, pm, store=store, force=force)
                 not_admitted += outcome != "admitted"
                 typer.echo(f"{node}: {outcome}" + ("" if outcome == "admitted" else f" ({decision.reason})"))

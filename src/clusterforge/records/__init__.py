@@ -1,6 +1,6 @@
 """Records: the SQLite store of runs, results, part serials, certificates and pool events.
 
-`Store` is the database; `clusterforge.records.certificate` builds, seals, verifies and writes
+`Store` is the database; `clusterforge.records.certificate` builds, signs, verifies and writes
 certificates (the pool checks certificates through it without importing the certify runner).
 """
 

@@ -24,6 +24,54 @@ def default_db_path() -> Path:
     return Path(env).expanduser() if env else state_dir() / "records.db"
 
 
+def records_dir() -> Path:
+    """The records directory: the folder of the default records database (it holds `keys/`)."""
+    return default_db_path().parent
+
+
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+
+
+def _ours(path: Path) -> bool:
+    """Inside the default state folder, where every folder is clusterforge's own."""
+    try:
+        return path.resolve().is_relative_to(state_dir().resolve())
+    except OSError:
+        return False
+
+
+def private_dir(path: Path, *, tighten: bool = False) -> Path:
+    """Create `path` (and missing parents) as 0700 folders; tighten an existing folder to 0700 when
+    `tighten`, or when it lies in the default state folder (never a folder the user named, e.g. /tmp)."""
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=PRIVATE_DIR)
+        except FileExistsError:
+            continue  # made meanwhile by another process
+        os.chmod(d, PRIVATE_DIR)  # mkdir's mode goes through the umask: set it exactly
+    if not missing and (tighten or _ours(path)):
+        tighten_mode(path, PRIVATE_DIR)
+    return path
+
+
+def tighten_mode(path: Path, mode: int) -> None:
+    """Take group and other bits away from a file or folder this user owns (left alone otherwise)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    if st.st_mode & 0o077 and st.st_uid == os.getuid():
+        os.chmod(path, mode)
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

@@ -1,8 +1,10 @@
-"""Node certificates: JSON bound to a node's expectation digest, sealed by a SHA-256 digest and an HMAC.
+"""Node certificates: JSON bound to a node's expectation digest, signed with Ed25519.
 
-`digest` is SHA-256 over the canonical JSON (sorted keys, no whitespace, UTF-8) of every field except
-`digest` and `hmac`; `hmac` is HMAC-SHA256 over the same bytes with the key from `CLUSTERFORGE_CERT_KEY`
-(when set). The key is never logged nor written anywhere.
+The body is every field but `digest` and `signature`, `kid` (the signing key's ID) included. `signature`
+is the Ed25519 signature (base64) of the canonical JSON of the body (sorted keys, no whitespace, UTF-8);
+`digest` is the SHA-256 of the same bytes: the certificate's name in the records database, not a seal
+(anyone can recompute it). `verify` accepts a certificate only when it is signed by a trusted key
+(`records.signing`): unsigned, unknown key, or any changed byte is refused.
 """
 
 from __future__ import annotations
@@ -19,16 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.errors import ClusterforgeError, ExitCode
-from clusterforge.records._util import hostname, state_dir, utcnow, who
+from clusterforge.records import signing
+from clusterforge.records._util import PRIVATE_FILE, hostname, private_dir, state_dir, utcnow, who
 
-SCHEMA = "clusterforge.certificate/v1"
-KEY_ENV = "CLUSTERFORGE_CERT_KEY"
+SCHEMA = "clusterforge.certificate/v2"
+UNSIGNED_SCHEMAS = ("clusterforge.certificate/v1",)  # digest (and optional HMAC) only: never accepted
+KEY_ENV = signing.LEGACY_KEY_ENV  # no longer read: set, signing and verifying stop with a migration error
 DIR_ENV = "CLUSTERFORGE_CERT_DIR"
 TIERS = ("quick", "full", "burnin")
 VERDICTS = ("pass", "fail", "error")
-SEALS = ("digest", "hmac")
+SEALS = ("digest", "signature")
 CLOCK_SKEW = timedelta(minutes=5)
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_KID = re.compile(r"^[0-9a-f]{32}$")
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "schema": str,
     "cluster": str,
@@ -43,6 +48,7 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "issued_at": str,
     "valid_until": str,
     "issuer": dict,
+    "kid": str,
 }
 
 
@@ -68,27 +74,12 @@ def canonical_json(obj: Any) -> bytes:
 
 
 def body_of(cert: Mapping[str, Any]) -> dict[str, Any]:
-    """Every field but the seals."""
+    """Every field but the seals (`kid` is part of the body: it is signed)."""
     return {k: v for k, v in cert.items() if k not in SEALS}
 
 
 def compute_digest(cert: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(body_of(cert))).hexdigest()
-
-
-def compute_hmac(cert: Mapping[str, Any], key: bytes) -> str:
-    return _hmac.new(key, canonical_json(body_of(cert)), hashlib.sha256).hexdigest()
-
-
-def key_from_env() -> bytes | None:
-    value = os.environ.get(KEY_ENV)
-    return value.encode() if value else None
-
-
-def _key(key: bytes | str | None) -> bytes | None:
-    if key is None:
-        return key_from_env()
-    return key.encode() if isinstance(key, str) else key
 
 
 def ts(dt: datetime) -> str:
@@ -130,9 +121,11 @@ def build(
     validity_hours: float = 720,
     issued_at: datetime | None = None,
     run_id: str | None = None,
-    key: bytes | str | None = None,
+    signer: signing.SigningKey | None = None,
 ) -> dict[str, Any]:
-    """A sealed certificate. Each check: `{id, status, expected, found, evidence}` (more keys allowed).
+    """A signed certificate (`signer`: default, the records directory's key, made on first use).
+
+    Each check: `{id, status, expected, found, evidence}` (more keys allowed).
 
     Serials: `[{"index": 0, "serial": "..."}]` per GPU and per NIC. The verdict is derived from the checks.
     """
@@ -154,16 +147,17 @@ def build(
         "valid_until": ts(issued + timedelta(hours=validity_hours)),
         "issuer": {"who": who(), "host": hostname(), "run_id": run_id},
     }
-    return seal(cert, key)
+    return seal(cert, signer)
 
 
-def seal(cert: Mapping[str, Any], key: bytes | str | None = None) -> dict[str, Any]:
-    """Add `digest`, and `hmac` when a key is given or configured (`CLUSTERFORGE_CERT_KEY`)."""
+def seal(cert: Mapping[str, Any], signer: signing.SigningKey | None = None) -> dict[str, Any]:
+    """Set `kid`, then add `digest` and `signature` over the body."""
+    key = signer or signing.signing_key()
     out = body_of(cert)
-    out["digest"] = compute_digest(out)
-    k = _key(key)
-    if k:
-        out["hmac"] = compute_hmac(out, k)
+    out["kid"] = key.kid
+    body = canonical_json(out)
+    out["digest"] = hashlib.sha256(body).hexdigest()
+    out["signature"] = key.sign(body)
     return out
 
 
@@ -202,13 +196,35 @@ def _shape(cert: Mapping[str, Any]) -> list[str]:
     return reasons
 
 
-def verify(
-    cert: Mapping[str, Any], key: bytes | str | None = None, now: datetime | None = None
-) -> VerifyResult:
-    """Check shape, digest, HMAC (required when a key is given or configured) and validity period."""
+def _signature(cert: Mapping[str, Any], trusted: signing.TrustedKeys) -> list[str]:
+    signature, kid = cert.get("signature"), cert.get("kid")
+    if signature is None:
+        return ["unsigned: no signature (re-certify)"]
+    if not isinstance(signature, str) or not isinstance(kid, str) or not _KID.match(kid):
+        return ["malformed signature or kid"]
+    public = trusted.get(kid)
+    if public is None:
+        return [f"signed by an unknown or untrusted key (kid {kid})"]
+    try:
+        body = canonical_json(body_of(cert))
+    except (TypeError, ValueError) as exc:
+        return [f"cannot serialize the certificate: {exc}"]
+    if not signing.check_signature(public, signature, body):
+        return [f"signature does not verify with key {kid}: the certificate was changed after it was signed"]
+    return []
+
+
+def verify_seal(cert: Mapping[str, Any], trusted: signing.TrustedKeys | None = None) -> VerifyResult:
+    """Shape, signature by a trusted key (default: `signing.trusted_keys()`) and digest; not the validity
+    period (`records merge` checks this: an expired certificate is still a true record)."""
     if not isinstance(cert, Mapping):
         return VerifyResult(False, ["not a JSON object"])
+    if cert.get("schema") in UNSIGNED_SCHEMAS:
+        return VerifyResult(
+            False, [f"unsigned (schema {str(cert['schema']).rsplit('/', 1)[-1]}): re-certify"]
+        )
     reasons = _shape(cert)
+    reasons += _signature(cert, signing.trusted_keys() if trusted is None else trusted)
     digest = cert.get("digest")
     if not isinstance(digest, str):
         reasons.append("missing digest")
@@ -218,18 +234,17 @@ def verify(
                 reasons.append("digest mismatch: the certificate was changed after it was issued")
         except (TypeError, ValueError) as exc:
             reasons.append(f"cannot compute the digest: {exc}")
-    k = _key(key)
-    if k:
-        mac = cert.get("hmac")
-        if not isinstance(mac, str) or not mac:
-            reasons.append("missing hmac (a certificate key is configured)")
-        else:
-            try:
-                good = _hmac.compare_digest(mac, compute_hmac(cert, k))
-            except (TypeError, ValueError):
-                good = False
-            if not good:
-                reasons.append("invalid hmac: not issued with the configured key, or changed")
+    return VerifyResult(not reasons, reasons)
+
+
+def verify(
+    cert: Mapping[str, Any], trusted: signing.TrustedKeys | None = None, now: datetime | None = None
+) -> VerifyResult:
+    """`verify_seal`, and the validity period: refused when expired or issued in the future."""
+    seal_result = verify_seal(cert, trusted)
+    if not isinstance(cert, Mapping) or cert.get("schema") in UNSIGNED_SCHEMAS:
+        return seal_result
+    reasons = list(seal_result.reasons)
     now = now or utcnow()
     try:
         issued, until = parse_ts(str(cert.get("issued_at"))), parse_ts(str(cert.get("valid_until")))
@@ -266,15 +281,19 @@ def write(cert: Mapping[str, Any], root: Path | None = None) -> Path:
     The file is `<root>/<cluster>/<node>-<tier>.json`.
     """
     dest = path_for(cert, root)
+    private_dir(dest.parent.parent)  # the certificates folder: tightened when it is the default one
+    private_dir(dest.parent, tighten=True)  # <cluster>/: clusterforge's own
     atomic_write_text(dest, json.dumps(cert, indent=2, sort_keys=True) + "\n")
     return dest
 
 
-def atomic_write_text(dest: Path, text: str, mode: int = 0o644) -> None:
+def atomic_write_text(dest: Path, text: str, mode: int = PRIVATE_FILE) -> None:
+    """Replace `dest` atomically with a new file of `mode` (exactly: the umask does not apply)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

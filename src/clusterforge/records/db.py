@@ -7,6 +7,7 @@ writer wait for it instead of failing with "database is locked".
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -15,15 +16,27 @@ from pathlib import Path
 from typing import Any, Self
 
 from clusterforge.records import schema
-from clusterforge.records._util import default_db_path
+from clusterforge.records._util import PRIVATE_FILE, default_db_path, private_dir, tighten_mode
 from clusterforge.records.model import RecordsError, SchemaTooNew
 
 BUSY_TIMEOUT_S = 30.0
 
 
+def _private_file(path: Path) -> None:
+    """The database (and its -wal/-shm, which SQLite makes with the database's mode) readable by its owner
+    only: made 0600 before SQLite opens it; an existing one owned by this user is tightened."""
+    private_dir(path.parent)  # a new folder is 0700; an existing one is tightened when it is the default
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE))
+        os.chmod(path, PRIVATE_FILE)
+    except FileExistsError:
+        for f in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            tighten_mode(f, PRIVATE_FILE)
+
+
 def connect(path: Path, timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), WAL, foreign keys on."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """A connection in autocommit mode (transactions are explicit), WAL, foreign keys on; files 0600."""
+    _private_file(path)
     db = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
     db.row_factory = sqlite3.Row
     db.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")

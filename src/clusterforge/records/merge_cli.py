@@ -3,10 +3,11 @@
 Controllers that certify or drift-check their own shard (`--shard i/n`) each write a records database; this
 brings them into one, so that certificates, results and pool events of the whole cluster sit side by side.
 Each merge is one transaction and keyed by run UUIDs, certificate digests and event UUIDs: merging a file
-twice adds nothing twice.
+twice adds nothing twice. Every certificate of every shard is verified before anything is merged (signed
+by a trusted key, unchanged, its run in the shard: `records.shardcheck`); one that is not rejects the merge.
 
-Exit codes: 0 merged; 2 bad input (a file missing, or the target itself), nothing merged; 1 a database
-could not be read or written.
+Exit codes: 0 merged; 2 bad input (a file missing, the target itself, a certificate that does not verify),
+nothing merged; 1 a database could not be read or written.
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ def merge(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the rows added per file as JSON")] = False,
 ) -> None:
-    """Merge SHARDS into the records database (every file checked before any is merged)."""
+    """Merge SHARDS into the records database (every file, and every certificate in it, checked before any
+    is merged)."""
+    from clusterforge.records import signing
     from clusterforge.records._util import default_db_path
+    from clusterforge.records.shardcheck import check_shard
     from clusterforge.records.store import Store
 
     target = (db or default_db_path()).expanduser()
@@ -56,6 +60,18 @@ def merge(
             problems.append(f"{s}: no such records database (give the path of a shard's records.db)")
         elif target.exists() and path.resolve() == target.resolve():
             problems.append(f"{s}: is the database merged into (pick another --db, or leave this file out)")
+    if not problems:
+        trusted = signing.trusted_keys()
+        for s in shards:
+            bad = check_shard(s.expanduser(), trusted)
+            problems += [f"{s}: {p}" for p in bad[:20]]
+            if len(bad) > 20:
+                problems.append(f"{s}: ... and {len(bad) - 20} more certificates that do not verify")
+            if bad:
+                problems.append(
+                    f"{s}: rejected; a certificate signed elsewhere needs that key's public half trusted "
+                    "here (clusterforge certificate trust-key FILE); a forged one must not be merged"
+                )
     if problems:
         for p in problems:
             typer.echo(f"error: {p}", err=True)
@@ -64,7 +80,7 @@ def merge(
     added: dict[str, dict[str, int]] = {}
     with Store(target) as store:
         for s in shards:
-            added[str(s)] = dataclasses.asdict(store.merge_from(s))
+            added[str(s)] = dataclasses.asdict(store.merge_from(s, trusted=trusted))
             if not as_json:
                 counts = ", ".join(f"{k} {v}" for k, v in added[str(s)].items() if v)
                 typer.echo(f"merged {s} into {target}: {counts or 'nothing new'}")

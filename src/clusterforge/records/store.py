@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.records import certificate as certmod
+from clusterforge.records import signing
 from clusterforge.records._util import hostname, iso, utcnow, who
 from clusterforge.records.db import Database, connect, migrate
 from clusterforge.records.model import MergeReport, PoolEvent, RecordsError
@@ -25,6 +26,8 @@ from clusterforge.records.parts import PartsMixin
 from clusterforge.records.results import ResultsMixin
 from clusterforge.records.runs import RunsMixin
 from clusterforge.records.schema import POOL_ACTIONS
+from clusterforge.records.shardcheck import ShardRejected, shard_problems
+from clusterforge.records.signing import TrustedKeys
 
 # Tables copied by merge_from, with the key that makes a row the same row in both databases.
 _MERGED = (
@@ -39,11 +42,22 @@ _MERGED = (
 
 class CertificatesMixin(Database):
     def record_certificate(
-        self, cert: Mapping[str, Any], path: str | Path | None = None, now: datetime | None = None
+        self,
+        cert: Mapping[str, Any],
+        path: str | Path | None = None,
+        now: datetime | None = None,
+        *,
+        trusted: TrustedKeys | None = None,
     ) -> None:
-        """Record an issued certificate (sealed JSON) and where it was written; a re-record is a no-op."""
-        if not isinstance(cert.get("digest"), str):
-            raise RecordsError("certificate has no digest: seal it before recording")
+        """Record an issued certificate (signed JSON) and where it was written; a re-record is a no-op.
+
+        A certificate that does not verify (`certificate.verify_seal` with `trusted`, default the trusted
+        keys) is refused."""
+        res = certmod.verify_seal(cert, trusted)
+        if not res.ok:
+            raise RecordsError(
+                "refusing to record a certificate that does not verify: " + "; ".join(res.reasons)
+            )
         with self._write() as db:
             db.execute(
                 "INSERT OR IGNORE INTO certificates (digest, cluster, node, tier, expectation_digest,"
@@ -68,15 +82,19 @@ class CertificatesMixin(Database):
     def certificates(
         self, node: str, tier: str | None = None, *, finished_only: bool = True
     ) -> list[dict[str, Any]]:
-        """Certificates of `node`, newest first. With `finished_only` (the default), a certificate issued by a
-        run that is still running, incomplete or errored is left out."""
+        """Certificates of `node`, newest first. With `finished_only` (the default), only those with a run
+        behind them: a certificate whose run is not recorded, is still running, incomplete or errored, or
+        recorded no result for the node is left out."""
         sql = "SELECT c.body FROM certificates c LEFT JOIN runs r ON r.id = c.run_id WHERE c.node = ?"
         args: list[object] = [node]
         if tier is not None:
             sql += " AND c.tier = ?"
             args.append(tier)
         if finished_only:
-            sql += " AND (c.run_id IS NULL OR r.status IN ('passed', 'failed'))"
+            sql += (
+                " AND r.status IN ('passed', 'failed') AND EXISTS"
+                " (SELECT 1 FROM node_results n WHERE n.run_id = c.run_id AND n.node = c.node)"
+            )
         rows = self._all(sql + " ORDER BY c.issued_at DESC, c.recorded_at DESC", tuple(args))
         return [json.loads(r["body"]) for r in rows]
 
@@ -90,10 +108,18 @@ class CertificatesMixin(Database):
             out[node] = mine[0] if mine else None
         return out
 
-    def issue_certificate(self, cert: Mapping[str, Any], root: Path | None = None) -> Path:
-        """Write the certificate atomically to the certificates folder and record it here."""
+    def issue_certificate(
+        self, cert: Mapping[str, Any], root: Path | None = None, *, trusted: TrustedKeys | None = None
+    ) -> Path:
+        """Write the certificate atomically (0600) to the certificates folder and record it here."""
+        keys = signing.trusted_keys() if trusted is None else trusted
+        res = certmod.verify_seal(cert, keys)
+        if not res.ok:
+            raise RecordsError(
+                "refusing to issue a certificate that does not verify: " + "; ".join(res.reasons)
+            )
         path = certmod.write(cert, root)
-        self.record_certificate(cert, path)
+        self.record_certificate(cert, path, trusted=keys)
         return path
 
 
@@ -130,8 +156,12 @@ class EventsMixin(Database):
 class Store(RunsMixin, ResultsMixin, PartsMixin, CertificatesMixin, EventsMixin):
     """The records database. Safe for several processes at once; one `Store` per thread."""
 
-    def merge_from(self, other_path: str | Path) -> MergeReport:
+    def merge_from(self, other_path: str | Path, *, trusted: TrustedKeys | None = None) -> MergeReport:
         """Import runs, results, parts, certificates and pool events of another records database.
+
+        Every certificate of the other database is checked first (`shardcheck.shard_problems`: signed by a
+        trusted key, columns as signed, its run and node result present); any failure raises
+        `ShardRejected` and nothing is merged.
 
         Rows are matched by their keys (run UUIDs, certificate digests, event UUIDs), so merging twice,
         or merging databases that share rows, adds nothing twice. A run still `running` here takes the
@@ -154,6 +184,9 @@ class Store(RunsMixin, ResultsMixin, PartsMixin, CertificatesMixin, EventsMixin)
             try:
                 db.execute("BEGIN IMMEDIATE")
                 try:
+                    problems = shard_problems(db, "other", trusted)
+                    if problems:
+                        raise ShardRejected(str(other_path), problems)
                     for table, key in _MERGED:
                         counts[table] = self._merge_table(db, table, key)
                     counts["runs_updated"] = db.execute(

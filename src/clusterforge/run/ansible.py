@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge import assets
+from clusterforge.childenv import scrub_environ
 from clusterforge.run.site import inventory_sources
 from clusterforge.run.task_diff import task_diff
 
@@ -286,6 +287,8 @@ def run_playbook(
             on_event(ev)
         return True
 
+    # the certificate signing key's variables never reach ansible-runner, which copies os.environ
+    scrub_environ()
     cmdline = []
     if check:
         cmdline.append("--check")

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from clusterforge.plan import build_plan
 from clusterforge.pool.admission import HistoryEvent, apply, decide, history_from_store, is_flapping
 from clusterforge.pool.base import HOLD_REASON, ResumeRefused
 from clusterforge.pool.file import FilePool
-from clusterforge.records import Store
+from clusterforge.records import Store, signing
 from clusterforge.records import certificate as cm
 from clusterforge.spec import load_spec
 
@@ -25,11 +26,6 @@ NODE = "ib-01"
 @pytest.fixture(scope="module")
 def plan() -> dict[str, Any]:
     return dict(build_plan(load_spec(ROOT / "inventory/clusters/lab.yaml")).doc)
-
-
-@pytest.fixture(autouse=True)
-def _no_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(cm.KEY_ENV, raising=False)
 
 
 def _digest(plan: dict[str, Any], node: str = NODE) -> str:
@@ -45,7 +41,7 @@ def cert(
     errored: tuple[str, ...] = (),
     hours_ago: float = 1,
     digest: str | None = None,
-    key: str | None = None,
+    signer: signing.SigningKey | None = None,
     validity_hours: float = 720,
 ) -> dict[str, Any]:
     checks = [{"id": "gpu.count", "status": "pass", "expected": 8, "found": 8, "evidence": {}}]
@@ -60,7 +56,7 @@ def cert(
         checks=checks,
         issued_at=NOW - timedelta(hours=hours_ago),
         validity_hours=validity_hours,
-        key=key,
+        signer=signer,
     )
 
 
@@ -111,19 +107,51 @@ def test_certificate_for_an_old_expectation_digest_drains(plan: dict[str, Any]) 
     assert decide(NODE, changed, [good], [], NOW).action == "drain"
 
 
-def test_expired_tampered_and_unsigned_certificates_drain(
-    plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _foreign() -> signing.SigningKey:
+    private = Ed25519PrivateKey.generate()
+    return signing.SigningKey(signing.kid_of(private.public_key()), private, Path("/elsewhere"))
+
+
+def test_expired_forged_and_unsigned_certificates_drain(plan: dict[str, Any]) -> None:
     expired = cert(plan, hours_ago=800)
     assert decide(NODE, plan, [expired], [], NOW).reason == "clusterforge: quick certificate expired"
-    tampered = {**cert(plan, failed=("gpu.ecc",)), "verdict": "pass"}
+    failed = cert(plan, failed=("gpu.ecc",))
+    tampered = {**failed, "verdict": "pass", "checks": [{**c, "status": "pass"} for c in failed["checks"]]}
+    tampered["digest"] = cm.compute_digest(tampered)  # the digest recomputed: not a seal
     d = decide(NODE, plan, [tampered], [], NOW)
-    assert d.action == "drain" and "invalid" in d.reason
-    unsigned = cert(plan)
-    monkeypatch.setenv(cm.KEY_ENV, "k")
-    d = decide(NODE, plan, [unsigned], [], NOW)  # issued without the key, which is now required
-    assert d.action == "drain" and "missing hmac" in d.reason
-    assert decide(NODE, plan, [cert(plan, key="k")], [], NOW).action == "admit"
+    assert d.action == "drain" and "signature does not verify" in d.reason
+    unsigned = {k: v for k, v in cert(plan).items() if k != "signature"}
+    d = decide(NODE, plan, [unsigned], [], NOW)
+    assert d.action == "drain" and "unsigned" in d.reason
+    v1 = {**{k: v for k, v in cert(plan).items() if k not in ("signature", "kid")}, "hmac": "0" * 64}
+    v1["schema"] = "clusterforge.certificate/v1"
+    d = decide(NODE, plan, [v1], [], NOW)
+    assert (d.action, d.reason) == (
+        "drain",
+        "clusterforge: quick certificate invalid (unsigned (schema v1): re-certify)",
+    )
+    forged = cert(plan, signer=_foreign())  # made from scratch, signed with a key of one's own
+    d = decide(NODE, plan, [forged], [], NOW)
+    assert d.action == "drain" and "unknown or untrusted key" in d.reason
+    swapped = {**forged, "kid": signing.signing_key().kid}
+    swapped["digest"] = cm.compute_digest(swapped)
+    assert decide(NODE, plan, [swapped], [], NOW).action == "drain"
+    assert decide(NODE, plan, [cert(plan)], [], NOW).action == "admit"
+
+
+def test_a_forged_newer_pass_does_not_outweigh_a_real_failure(plan: dict[str, Any]) -> None:
+    real_fail = cert(plan, hours_ago=2, failed=("gpu.ecc",))
+    forged_pass = cert(plan, hours_ago=1, signer=_foreign())
+    d = decide(NODE, plan, [real_fail, forged_pass], [], NOW)
+    assert (d.action, d.reason) == ("drain", "clusterforge: failed gpu.ecc")
+
+
+def test_decide_uses_only_the_trusted_keys_it_is_given(plan: dict[str, Any]) -> None:
+    other = _foreign()
+    c = cert(plan, signer=other)
+    assert decide(NODE, plan, [c], [], NOW, trusted={other.kid: other.public}).action == "admit"
+    assert decide(NODE, plan, [cert(plan)], [], NOW, trusted={other.kid: other.public}).action == "drain"
+    assert decide(NODE, plan, [cert(plan)], [], NOW, trusted={}).action == "drain"
 
 
 def test_every_join_tier_is_required(plan: dict[str, Any]) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,6 @@ def plan_doc() -> dict[str, Any]:
 
 @pytest.fixture
 def env(tmp_path: Path, plan_doc: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    monkeypatch.delenv(cm.KEY_ENV, raising=False)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(plan_doc))
     opts = ["--plan", str(plan), "--manager", "file", "--registry", str(tmp_path / "pool.json")]
@@ -87,6 +88,50 @@ def test_flapping_node_is_held_until_forced(env: dict[str, Any]) -> None:
     assert res.exit_code == 0 and res.output == "ib-02: admitted\n"
     with Store(env["db"]) as store:
         assert [e.action for e in store.pool_events("ib-02")] == ["hold", "hold", "override", "admit"]
+
+
+def _plant(db: Path, cert: dict[str, Any]) -> None:
+    """A certificate row written straight into the database (as a forger with write access would)."""
+    raw = sqlite3.connect(db)
+    with raw:
+        raw.execute(
+            "INSERT INTO certificates (digest, cluster, node, tier, expectation_digest, verdict, issued_at,"
+            " valid_until, run_id, path, body, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,NULL,?,?)",
+            (
+                cert["digest"],
+                cert["cluster"],
+                cert["node"],
+                cert["tier"],
+                cert["expectation_digest"],
+                cert["verdict"],
+                cert["issued_at"],
+                cert["valid_until"],
+                cert["issuer"]["run_id"],
+                json.dumps(cert),
+                cert["issued_at"],
+            ),
+        )
+    raw.close()
+
+
+def test_admit_refuses_forged_and_unsigned_certificates_in_the_database(env: dict[str, Any]) -> None:
+    certify(env["db"], env["plan"], "ib-01", "fail")
+    with Store(env["db"]) as store:
+        (failed,) = store.certificates("ib-01")
+    later = datetime.fromisoformat(failed["issued_at"].replace("Z", "+00:00")) + timedelta(minutes=1)
+    forged = {**failed, "verdict": "pass", "issued_at": cm.ts(later)}
+    forged["checks"] = [{**c, "status": "pass"} for c in failed["checks"]]
+    forged["digest"] = cm.compute_digest(forged)
+    _plant(env["db"], forged)
+    unsigned = {k: v for k, v in forged.items() if k not in ("signature", "kid")}
+    unsigned["schema"] = "clusterforge.certificate/v1"
+    unsigned["digest"] = cm.compute_digest(unsigned)
+    _plant(env["db"], unsigned)
+    with Store(env["db"]) as store:
+        assert len(store.certificates("ib-01")) == 3  # the store returns them; admission verifies
+    res = run(["admit", "ib-01", *env["opts"], "--db", str(env["db"])])
+    assert res.exit_code == 3 and "ib-01: drained (clusterforge: failed gpu.ecc)" in res.output
+    assert FilePool(env["registry"]).status(["ib-01"])["ib-01"].state == "drained"
 
 
 def test_bad_input(env: dict[str, Any], tmp_path: Path) -> None:

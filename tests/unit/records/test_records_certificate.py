@@ -1,34 +1,38 @@
-"""Certificates: canonical digest, every field sealed (nested ones too), HMAC, expiry, files, CLI."""
+"""Certificates: format, Ed25519 signature over every field (nested ones too), tampering of each field,
+unsigned and untrusted certificates refused, expiry, files (0600 in 0700 folders), store, CLI."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
-import hmac
 import json
 import os
+import sqlite3
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from typer.testing import CliRunner
 
-from clusterforge.records import Store
+from clusterforge.records import CheckResult, RecordsError, Store, signing
 from clusterforge.records import certificate as cm
 from clusterforge.records.cli import app
 
 NOW = datetime(2030, 5, 1, 8, 0, tzinfo=UTC)
-KEY = "s3cret-cert-key"
 
 
-@pytest.fixture(autouse=True)
-def _no_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(cm.KEY_ENV, raising=False)
+def other_key() -> signing.SigningKey:
+    """A valid Ed25519 key that this records directory does not trust."""
+    private = Ed25519PrivateKey.generate()
+    return signing.SigningKey(signing.kid_of(private.public_key()), private, Path("/nowhere"))
 
 
-def make(key: str | None = None, **over: Any) -> dict[str, Any]:
+def make(**over: Any) -> dict[str, Any]:
     args: dict[str, Any] = dict(
         cluster="lab",
         node="ib-01",
@@ -57,18 +61,22 @@ def make(key: str | None = None, **over: Any) -> dict[str, Any]:
         validity_hours=720,
         issued_at=NOW,
         run_id="run-1",
-        key=key,
     )
     args.update(over)
     return cm.build(**args)
 
 
-def test_digest_is_sha256_of_canonical_json_without_seals() -> None:
+def test_a_certificate_is_signed_by_default_with_the_records_directory_key(records_dir: Path) -> None:
+    assert not (records_dir / "keys").exists()
     cert = make()
-    body = {k: v for k, v in cert.items() if k not in ("digest", "hmac")}
+    key = signing.signing_key()
+    assert key.path == records_dir / "keys/signing.key"  # made on first use
+    assert cert["schema"] == "clusterforge.certificate/v2" and cert["kid"] == key.kid
+    body = {k: v for k, v in cert.items() if k not in ("digest", "signature")}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    assert b" " not in canonical.replace(b"GPU 0", b"").replace(b"Rate: 400", b"")
-    assert cert["digest"] == hashlib.sha256(canonical).hexdigest()
+    key.public.verify(base64.b64decode(cert["signature"]), canonical)  # raises when it does not verify
+    assert cert["digest"] == hashlib.sha256(canonical).hexdigest()  # a name, not a seal
+    assert cm.verify(cert, now=NOW).ok
     # key order and whitespace of the file do not matter
     reordered = json.loads(json.dumps(dict(reversed(list(cert.items()))), indent=4))
     assert cm.verify(reordered, now=NOW).ok
@@ -86,10 +94,15 @@ def test_digest_is_sha256_of_canonical_json_without_seals() -> None:
         "issued_at",
         "valid_until",
         "issuer",
+        "kid",
         "digest",
+        "signature",
     }
     assert cert["issued_at"] == "2030-05-01T08:00:00Z" and cert["valid_until"] == "2030-05-31T08:00:00Z"
     assert cert["verdict"] == "pass" and cert["issuer"]["run_id"] == "run-1"
+
+
+# --- tampering: every field -----------------------------------------------------------------------
 
 
 def _leaves(obj: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -115,11 +128,8 @@ def _changed(value: Any) -> list[Any]:
     if isinstance(value, int | float):
         return [value + 1, str(value)]
     if isinstance(value, str):
-        return [
-            value + "x",
-            value[:-1] if value else "x",
-            value.upper() if value != value.upper() else value + "!",
-        ]
+        flipped = value[:-1] + chr(ord(value[-1]) ^ 1) if value else "x"  # one bit of the last character
+        return [value + "x", value[:-1] if value else "x", flipped]
     if value is None:
         return ["x", 0]
     if isinstance(value, list):
@@ -129,64 +139,120 @@ def _changed(value: Any) -> list[Any]:
     raise AssertionError(type(value))
 
 
-def _mutations(cert: dict[str, Any], skip: tuple[str, ...] = ()) -> Iterator[tuple[str, dict[str, Any]]]:
+def _mutations(cert: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], str, dict[str, Any]]]:
     for path in _leaves(cert):
-        if not path or path[0] in skip:
+        if not path:
             continue
         for new in _changed(_get(cert, path)):
             c = copy.deepcopy(cert)
-            parent = _get(c, path[:-1])
-            parent[path[-1]] = new
-            yield f"{'.'.join(map(str, path))} -> {new!r}", c
+            _get(c, path[:-1])[path[-1]] = new
+            yield path, f"{'.'.join(map(str, path))} -> {new!r}", c
         c = copy.deepcopy(cert)  # and removing the field altogether
         parent = _get(c, path[:-1])
         if isinstance(parent, dict):
             del parent[path[-1]]
         else:
             parent.pop(path[-1])
-        yield f"del {'.'.join(map(str, path))}", c
+        yield path, f"del {'.'.join(map(str, path))}", c
 
 
-def test_changing_any_field_fails_verification() -> None:
+def test_changing_or_removing_any_field_is_refused() -> None:
+    """Every field, nested ones and list items included, the seals too: changed, bit-flipped, removed."""
     cert = make()
     assert cm.verify(cert, now=NOW).ok
-    tried = 0
-    for what, mutated in _mutations(cert, skip=("hmac",)):
+    tried, fields = 0, set()
+    for path, what, mutated in _mutations(cert):
         tried += 1
+        fields.add(path[0])
         assert not cm.verify(mutated, now=NOW).ok, what
-    assert tried > 60  # every top-level, nested and list field was tried
+        assert not cm.verify_seal(mutated).ok, what
+    assert tried > 150
+    assert fields == set(cert)  # every top-level field (and everything in it) was tampered with
 
 
-def test_changing_any_field_fails_with_hmac_too() -> None:
-    cert = make(key=KEY)
-    assert "hmac" in cert and cm.verify(cert, key=KEY, now=NOW).ok
-    for what, mutated in _mutations(cert):
-        res = cm.verify(mutated, key=KEY, now=NOW)
-        assert not res.ok, what
-
-
-def test_a_forger_who_recomputes_the_digest_is_caught_by_the_hmac() -> None:
-    cert = make(key=KEY)
-    forged = copy.deepcopy(cert)
+def test_a_forger_who_recomputes_the_digest_is_refused() -> None:
+    forged = make()
+    forged["verdict"] = "pass"
+    forged["checks"][0]["status"] = "pass"
     forged["node"] = "ib-02"
     forged["digest"] = cm.compute_digest(forged)
-    assert cm.verify(forged, now=NOW).ok  # digest alone is only an integrity check
-    res = cm.verify(forged, key=KEY, now=NOW)
-    assert not res.ok and any("invalid hmac" in r for r in res.reasons)
+    res = cm.verify(forged, now=NOW)
+    assert not res.ok and res.reasons == [
+        f"signature does not verify with key {forged['kid']}: the certificate was changed after it was signed"
+    ]
 
 
-def test_hmac_is_required_when_a_key_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:
-    unsigned = make()
-    assert "hmac" not in unsigned and cm.verify(unsigned, now=NOW).ok
-    monkeypatch.setenv(cm.KEY_ENV, KEY)
-    res = cm.verify(unsigned, now=NOW)
-    assert not res.ok and res.reasons == ["missing hmac (a certificate key is configured)"]
-    signed = make()  # build() takes the key from the environment
-    expected = hmac.new(KEY.encode(), cm.canonical_json(cm.body_of(signed)), hashlib.sha256).hexdigest()
-    assert signed["hmac"] == expected and cm.verify(signed, now=NOW).ok
-    assert not cm.verify(signed, key="another-key", now=NOW).ok
-    monkeypatch.delenv(cm.KEY_ENV)
-    assert cm.verify(signed, now=NOW).ok  # without a key, the HMAC cannot be checked: the digest still is
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("verdict", "pass"),  # fail -> pass
+        ("node", "ib-02"),  # another node
+        ("valid_until", "2099-01-01T00:00:00Z"),  # expiry 2099
+        ("tier", "full"),  # quick -> full
+        ("expectation_digest", "f" * 64),
+        ("issued_at", "2030-05-02T08:00:00Z"),
+    ],
+)
+def test_the_attacks_of_issue_16_are_refused(field: str, value: str) -> None:
+    failing = make(checks=[{"id": "gpu.ecc", "status": "fail", "expected": 0, "found": 3, "evidence": {}}])
+    forged = {**failing, field: value}
+    if field == "verdict":
+        forged["checks"] = [{**failing["checks"][0], "status": "pass"}]
+    forged["digest"] = cm.compute_digest(forged)
+    res = cm.verify(forged, now=NOW)
+    assert not res.ok and any("signature does not verify" in r for r in res.reasons), res.reasons
+
+
+def test_signed_by_another_key_is_refused() -> None:
+    """A certificate made from scratch with a key of one's own: unknown kid."""
+    forged = make(signer=other_key())
+    res = cm.verify(forged, now=NOW)
+    assert not res.ok and res.reasons == [f"signed by an unknown or untrusted key (kid {forged['kid']})"]
+
+
+def test_kid_swapped_to_a_trusted_key_is_refused() -> None:
+    forged = make(signer=other_key())
+    forged["kid"] = signing.signing_key().kid  # claims the trusted key; signed by another
+    forged["digest"] = cm.compute_digest(forged)
+    res = cm.verify(forged, now=NOW)
+    assert not res.ok and "signature does not verify" in res.reasons[0]
+    good = make()
+    swapped = {**good, "kid": other_key().kid}
+    assert cm.verify(swapped, now=NOW).reasons == [
+        f"signed by an unknown or untrusted key (kid {swapped['kid']})",
+        "digest mismatch: the certificate was changed after it was issued",
+    ]
+
+
+def test_signature_from_another_certificate_is_refused() -> None:
+    a, b = make(), make(node="ib-02")
+    assert not cm.verify({**a, "signature": b["signature"]}, now=NOW).ok
+
+
+def test_unsigned_certificates_are_refused() -> None:
+    cert = make()
+    unsigned = {k: v for k, v in cert.items() if k != "signature"}
+    assert "unsigned: no signature (re-certify)" in cm.verify(unsigned, now=NOW).reasons
+    # what clusterforge wrote before signing: schema v1, a digest anyone can recompute, an optional HMAC
+    v1 = {k: v for k, v in cert.items() if k not in ("signature", "kid")}
+    v1["schema"] = "clusterforge.certificate/v1"
+    v1["digest"] = cm.compute_digest(v1)
+    assert cm.verify(v1, now=NOW).reasons == ["unsigned (schema v1): re-certify"]
+    assert cm.verify({**v1, "hmac": "00" * 32}, now=NOW).reasons == ["unsigned (schema v1): re-certify"]
+    assert "unsigned: no signature (re-certify)" in cm.verify({}, now=NOW).reasons
+
+
+def test_nothing_trusted_nothing_verifies() -> None:
+    assert not cm.verify(make(), trusted={}, now=NOW).ok
+
+
+def test_garbage_signatures_are_refused_without_an_exception() -> None:
+    cert = make()
+    for sig in ("", "!!!", "AAAA", base64.b64encode(b"x" * 64).decode(), "é", 7, None, ["a"]):
+        assert not cm.verify({**cert, "signature": sig}, now=NOW).ok, sig
+    for kid in ("", "A" * 32, "0" * 31, 5, None, cert["kid"] + "0"):
+        assert not cm.verify({**cert, "kid": kid}, now=NOW).ok, kid
+    assert not cm.verify({**cert, "node": "\ud800"}, now=NOW).ok  # cannot even be encoded
 
 
 def test_expiry_and_issue_time() -> None:
@@ -197,6 +263,7 @@ def test_expiry_and_issue_time() -> None:
     early = cm.verify(cert, now=NOW - timedelta(hours=1))
     assert not early.ok and "issued in the future" in early.reasons[0]
     assert cm.verify(cert, now=NOW - timedelta(minutes=4)).ok  # within the clock skew
+    assert cm.verify_seal(cert).ok  # the seal does not expire (records merge)
 
 
 def test_verdict_follows_from_checks() -> None:
@@ -211,7 +278,7 @@ def test_verdict_follows_from_checks() -> None:
     erroring = make(checks=[{"id": "b", "status": "error", "expected": 1, "found": None, "evidence": {}}])
     assert erroring["verdict"] == "error"
     assert make(checks=[])["verdict"] == "error"
-    lying = cm.seal({**failing, "verdict": "pass"})  # resealed, still inconsistent
+    lying = cm.seal({**failing, "verdict": "pass"})  # signed with the right key, still inconsistent
     assert not cm.verify(lying, now=NOW).ok
 
 
@@ -223,22 +290,69 @@ def test_shape_problems_are_reported() -> None:
         make(tier="gold")
 
 
-def test_write_is_atomic_and_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cert = make()
-    store = Store(tmp_path / "r.db")
-    rid = store.start_run("certify", "lab", tier="quick")
-    cert = make(run_id=rid)
-    path = store.issue_certificate(cert, root=tmp_path / "certs")
+# --- files and the store --------------------------------------------------------------------------
+
+
+def _mode(p: Path) -> int:
+    return stat.S_IMODE(p.stat().st_mode)
+
+
+def test_write_is_atomic_private_and_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = os.umask(0)  # the most permissive umask: modes must not depend on it
+    try:
+        store = Store(tmp_path / "r.db")
+        rid = store.start_run("certify", "lab", tier="quick")
+        cert = make(run_id=rid)
+        path = store.issue_certificate(cert, root=tmp_path / "certs")
+    finally:
+        os.umask(old)
     assert path == tmp_path / "certs/lab/ib-01-quick.json"
-    assert json.loads(path.read_text()) == cert and oct(path.stat().st_mode & 0o777) == "0o644"
+    assert json.loads(path.read_text()) == cert
+    assert _mode(path) == 0o600 and _mode(path.parent) == 0o700 and _mode(tmp_path / "certs") == 0o700
+    assert _mode(tmp_path / "r.db") == 0o600
     assert [f.name for f in path.parent.iterdir()] == ["ib-01-quick.json"]  # no temp file left
     assert store.certificates("ib-01") == []  # its run is still running
+    store.add_node_result(rid, "ib-01", "pass", expectation_digest="e" * 64)
     store.finish_run(rid, "passed")
     assert store.certificates("ib-01", "quick") == [cert]
     store.record_certificate(cert, path)  # recording twice is a no-op
     assert len(store.certificates("ib-01")) == 1
     monkeypatch.setenv(cm.DIR_ENV, str(tmp_path / "env-certs"))
     assert cm.path_for(cert) == tmp_path / "env-certs/lab/ib-01-quick.json"
+
+
+def test_existing_loose_files_and_folders_are_tightened_when_touched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install from before: ~/.local/state/clusterforge and everything in it 0755/0644."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CLUSTERFORGE_DB")
+    monkeypatch.delenv(cm.DIR_ENV)
+    state = tmp_path / ".local/state/clusterforge"
+    (state / "certificates/lab").mkdir(parents=True)
+    old = state / "certificates/lab/ib-02-quick.json"
+    old.write_text("{}")
+    db = state / "records.db"
+    Store(db).close()
+    for p in (state, state / "certificates", state / "certificates/lab"):
+        p.chmod(0o755)
+    for f in (old, *state.glob("records.db*")):
+        f.chmod(0o644)
+    with Store() as store:
+        rid = _finished_run(store, "ib-01")
+        path = store.issue_certificate(make(run_id=rid))
+    assert path.parent == state / "certificates/lab"
+    for d in (state, state / "certificates", state / "certificates/lab", state / "keys"):
+        assert _mode(d) == 0o700, d
+    for f in (path, state / "keys/signing.key", *state.glob("records.db*")):
+        assert _mode(f) == 0o600, f
+    assert _mode(old) == 0o644  # a file not touched is left; its folder is private now
+    # a folder the user named is left as it is (it may be /tmp); clusterforge's own below it are 0700
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    cm.write(make(), shared)
+    assert _mode(shared) == 0o755 and _mode(shared / "lab") == 0o700
 
 
 def test_write_failure_leaves_the_previous_certificate(
@@ -257,18 +371,67 @@ def test_write_failure_leaves_the_previous_certificate(
     assert sorted(f.name for f in path.parent.iterdir()) == ["ib-01-quick.json"]
 
 
-def test_key_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cm.KEY_ENV, KEY)
+def test_the_store_refuses_to_record_what_does_not_verify(tmp_path: Path) -> None:
     with Store(tmp_path / "r.db") as store:
-        path = store.issue_certificate(make(), root=tmp_path / "c")
+        for bad in (make(signer=other_key()), {**make(), "verdict": "fail"}):
+            with pytest.raises(RecordsError, match="does not verify"):
+                store.record_certificate(bad)
+            with pytest.raises(RecordsError, match="does not verify"):
+                store.issue_certificate(bad, root=tmp_path / "c")
+        assert not (tmp_path / "c").exists()
+
+
+def _finished_run(store: Store, *nodes: str, status: str | None = "passed") -> str:
+    """A run with a result for each of `nodes`, finished with `status` (None: left running)."""
+    rid = store.start_run("certify", "lab", tier="quick")
+    for node in nodes:
+        store.add_node_result(rid, node, "pass", expectation_digest="e" * 64)
+    if status is not None:
+        store.finish_run(rid, status)
+    return rid
+
+
+def test_a_certificate_counts_only_with_its_run_behind_it(tmp_path: Path) -> None:
+    """No run, an unknown run, a run that did not finish, or a run with no result for the node: left out."""
+    with Store(tmp_path / "r.db") as store:
+        cases = {
+            "no-run": None,
+            "unknown-run": "run-unknown",
+            "running": _finished_run(store, "running", status=None),
+            "incomplete": _finished_run(store, "incomplete", status=None),
+            "errored": _finished_run(store, "errored", status="error"),
+            "no-result": _finished_run(store),
+            "passed": _finished_run(store, "passed"),
+            "failed": _finished_run(store, "failed", status="failed"),  # a run with a failed node finished
+        }
+        raw = sqlite3.connect(store.path)
+        with raw:
+            raw.execute("UPDATE runs SET status = 'incomplete' WHERE id = ?", (cases["incomplete"],))
+        raw.close()
+        for node, rid in cases.items():
+            store.record_certificate(make(node=node, run_id=rid))
+        counted = {n for n in cases if store.certificates(n)}
+        assert counted == {"passed", "failed"}
+        assert all(store.certificates(n, finished_only=False) for n in cases)  # all recorded, for audit
+
+
+def test_key_material_is_never_written_outside_the_key_file(tmp_path: Path, records_dir: Path) -> None:
+    with Store(tmp_path / "r.db") as store:
+        rid = _finished_run(store, "ib-01")
+        path = store.issue_certificate(make(run_id=rid), root=tmp_path / "c")
+    key = (records_dir / "keys/signing.key").read_bytes()
+    raw = signing.signing_key().private.private_bytes_raw()
+    pem_body = b"".join(key.splitlines()[1:-1])
     for f in [path, *tmp_path.glob("r.db*")]:
-        assert KEY.encode() not in f.read_bytes()
+        data = f.read_bytes()
+        assert raw not in data and pem_body not in data and base64.b64encode(raw) not in data
+    assert raw.hex() not in repr(signing.signing_key())
 
 
-# --- CLI -------------------------------------------------------------------------------------------
+# --- CLI ------------------------------------------------------------------------------------------
 
 
-def test_cli_verify_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_verify_exit_codes(tmp_path: Path) -> None:
     runner = CliRunner()
     good = cm.write(make(issued_at=datetime.now(UTC)), tmp_path)
     res = runner.invoke(app, ["verify", str(good)])
@@ -279,22 +442,31 @@ def test_cli_verify_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert res.exit_code == 3 and json.loads(res.output)["reasons"] == ["expired at 2020-01-31T00:00:00Z"]
     tampered = tmp_path / "tampered.json"
     tampered.write_text(json.dumps({**json.loads(good.read_text()), "tier": "full"}))
-    assert runner.invoke(app, ["verify", str(tampered)]).exit_code == 3
+    res = runner.invoke(app, ["verify", str(tampered)])
+    assert res.exit_code == 3 and "signature does not verify" in res.output
+    v1 = tmp_path / "v1.json"
+    v1.write_text(json.dumps({**json.loads(good.read_text()), "schema": "clusterforge.certificate/v1"}))
+    res = runner.invoke(app, ["verify", str(v1)])
+    assert res.exit_code == 3 and "unsigned (schema v1): re-certify" in res.output
+    foreign = cm.write(make(issued_at=datetime.now(UTC), signer=other_key(), node="ib-09"), tmp_path)
+    res = runner.invoke(app, ["verify", str(foreign)])
+    assert res.exit_code == 3 and "unknown or untrusted key" in res.output
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")
     assert runner.invoke(app, ["verify", str(garbage)]).exit_code == 2
     assert runner.invoke(app, ["verify", str(tmp_path / "missing.json")]).exit_code == 2
     (tmp_path / "list.json").write_text("[1]")
     assert runner.invoke(app, ["verify", str(tmp_path / "list.json")]).exit_code == 2
-    monkeypatch.setenv(cm.KEY_ENV, KEY)
-    res = runner.invoke(app, ["verify", str(good)])
-    assert res.exit_code == 3 and "missing hmac" in res.output and KEY not in res.output
 
 
 def test_cli_list(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     with Store(db) as store:
-        store.record_certificate(make(run_id=None, issued_at=datetime.now(UTC)))
+        rid = store.start_run("certify", "lab", tier="quick")
+        store.add_check_result(rid, CheckResult(node="ib-01", check_id="gpu.count", status="pass"))
+        store.add_node_result(rid, "ib-01", "pass", expectation_digest="e" * 64)
+        store.finish_run(rid, "passed")
+        store.record_certificate(make(run_id=rid, issued_at=datetime.now(UTC)))
     res = CliRunner().invoke(app, ["list", "ib-01", "--db", str(db)])
     assert res.exit_code == 0 and "quick  pass" in res.output and "valid" in res.output
     res = CliRunner().invoke(app, ["list", "nobody", "--db", str(db)])
@@ -306,9 +478,10 @@ def test_latest_certificates_per_node(tmp_path: Path) -> None:
 
     db = tmp_path / "r.db"
     with Store(db) as store:
-        old = make(issued_at=NOW - timedelta(days=2), run_id=None)
-        new = make(tier="full", issued_at=NOW, run_id=None)
-        other_cluster = make(cluster="prod", node="ib-02", issued_at=NOW, run_id=None)
+        rid = _finished_run(store, "ib-01", "ib-02")
+        old = make(issued_at=NOW - timedelta(days=2), run_id=rid)
+        new = make(tier="full", issued_at=NOW, run_id=rid)
+        other_cluster = make(cluster="prod", node="ib-02", issued_at=NOW, run_id=rid)
         unfinished = make(node="ib-02", issued_at=NOW, run_id="run-unknown")  # its run is not recorded
         for c in (old, new, other_cluster, unfinished):
             store.record_certificate(c)
