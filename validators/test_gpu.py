@@ -22,11 +22,16 @@ MEMORY_TOLERANCE = 0.02
 NVLINK = "nvidia-smi nvlink --status"
 TOPO = "nvidia-smi topo -m"
 FABRICMANAGER = "systemctl is-active nvidia-fabricmanager"
+ACS_STATUS = "/usr/local/sbin/clusterforge-acs --status"
 
 
 @prefetches
 def commands(node: NodeExpect) -> list[str]:
-    return [SMI_Q, NVLINK, TOPO, *KERNEL_LOGS] + ([FABRICMANAGER] if node.nvswitch else [])
+    return (
+        [SMI_Q, NVLINK, TOPO, *KERNEL_LOGS]
+        + ([FABRICMANAGER] if node.nvswitch else [])
+        + ([ACS_STATUS] if node.desired["pcie"]["acs_disable"] else [])
+    )
 
 
 def smi(probe: Probe) -> NvidiaSmiQ:
@@ -249,4 +254,26 @@ def test_clock_events(node: NodeExpect, probe: Probe) -> None:
         bad,
         "none beyond " + " / ".join(sorted(BENIGN_CLOCK_REASONS)),
         hint("gpu_hw", node.name),
+    )
+
+
+@pytest.mark.applies(lambda n: bool(n.desired["pcie"]["acs_disable"]))
+def test_acs(node: NodeExpect, probe: Probe) -> None:
+    """PCIe ACS is off on the bridges between the GPUs and NICs, so GPUDirect peer-to-peer traffic is not
+    redirected through the root complex (the nvidia_gpu role's clusterforge-acs lists the bridges that still
+    have it, or "none")."""
+    listed = probe.run(ACS_STATUS).split()
+    bad = [b for b in listed if b != "none"]
+    expect(
+        bool(listed),
+        "clusterforge-acs --status",
+        "a bridge list or none",
+        "no output",
+        hint("acs", node.name),
+    )
+    expect_none_bad(
+        "PCIe bridges with ACS enabled",
+        bad,
+        "none (ACSCtl 0000 on every GPU/NIC bridge)",
+        hint("acs", node.name),
     )

@@ -1,5 +1,7 @@
-"""OS tuning: kernel command line, C-states and governor on every CPU, hugepages, THP, NUMA balancing,
-memlock (login and systemd), irqbalance, tuned. Expected values come from the plan's `tuning`."""
+"""OS tuning: kernel command line, C-states and governor on every CPU, hugepages (per NUMA node where
+split), THP, every declared sysctl, memlock (login and systemd), irqbalance, tuned. Expected values are the
+node's compiled desired state in plan.json (plan/desired.py), the same values the os_tuning role applies:
+nothing is derived here again."""
 
 from __future__ import annotations
 
@@ -22,8 +24,6 @@ from clusterforge.certify.fixes import hint
 pytestmark = pytest.mark.quick
 
 CPU = "/sys/devices/system/cpu"
-HUGE_KB = {"1G": 1048576, "2M": 2048}
-VENDOR = "grep -m1 '^vendor_id' /proc/cpuinfo"
 GOVERNORS = f"{CPU}/cpu[0-9]*/cpufreq/scaling_governor"
 LIMITS = (
     'for f in /etc/security/limits.conf /etc/security/limits.d/*.conf; do [ -f "$f" ] && '
@@ -35,21 +35,32 @@ TUNED = "tuned-adm active"
 
 
 def hugepage_path(node: NodeExpect) -> str:
-    return f"/sys/kernel/mm/hugepages/hugepages-{HUGE_KB[node.tuning['hugepages']['size']]}kB/nr_hugepages"
+    return f"/sys/kernel/mm/hugepages/hugepages-{node.desired['hugepages']['size_kb']}kB/nr_hugepages"
+
+
+def numa_hugepage_path(node: NodeExpect, numa: str) -> str:
+    kb = node.desired["hugepages"]["size_kb"]
+    return f"/sys/devices/system/node/node{numa}/hugepages/hugepages-{kb}kB/nr_hugepages"
+
+
+def sysctl_path(key: str) -> str:
+    """/proc/sys path of a sysctl (a key with "/" in it is already a path, as the role takes it)."""
+    return "/proc/sys/" + (key if "/" in key else key.replace(".", "/"))
 
 
 @prefetches
 def commands(node: NodeExpect) -> list[str]:
     """What these checks read, fetched in one round trip per node."""
+    hp = node.desired["hugepages"]
     return [
         read_cmd("/proc/cmdline"),
-        VENDOR,
         IDLE_LISTING,
         read_cmd(f"{CPU}/online"),
         read_many_cmd(GOVERNORS),
         read_cmd(hugepage_path(node)),
+        *(read_cmd(numa_hugepage_path(node, n)) for n in sorted(hp["per_numa"] or {}, key=int)),
         read_cmd("/sys/kernel/mm/transparent_hugepage/enabled"),
-        read_cmd("/proc/sys/kernel/numa_balancing"),
+        *(read_cmd(sysctl_path(k)) for k in node.desired["sysctls"]),
         LIMITS,
         MEMLOCK,
         IRQBALANCE,
@@ -57,39 +68,14 @@ def commands(node: NodeExpect) -> list[str]:
     ]
 
 
-def cpu_vendor(probe: Probe) -> str:
-    """intel | amd | other, from the CPU itself (the os_tuning role decides the same way)."""
-    out = probe.run(VENDOR, ok=(0, 1))
-    return {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(out.partition(":")[2].strip(), "other")
-
-
-def hugepages_value(node: NodeExpect) -> str:
-    """``hugepages=`` as the role writes it: the count, or ``0:N0,1:N1`` per NUMA node (split evenly)."""
-    hp = node.tuning["hugepages"]
-    count, numa = int(hp["count"]), max(int(node.sku.get("cpu", {}).get("numa_nodes", 1)), 1)
-    if not hp.get("per_numa") or numa == 1:
-        return str(count)
-    return ",".join(f"{i}:{count // numa + (1 if i < count % numa else 0)}" for i in range(numa))
-
-
-def expected_cmdline(node: NodeExpect, vendor: str) -> dict[str, str]:
-    """Boot parameters the os_tuning role sets from the plan: the C-state limit (Intel: intel_idle off and
-    acpi_idle limited, tuning-facts §1.1) and boot-time hugepages (§2.1). IOMMU: see rdma.iommu."""
-    params = {"intel_idle.max_cstate": "0"} if vendor == "intel" else {}
-    params["processor.max_cstate"] = str(max(int(node.tuning["cstate_max"]), 1))
-    hp = node.tuning["hugepages"]
-    if int(hp["count"]):
-        params |= {
-            "default_hugepagesz": hp["size"],
-            "hugepagesz": hp["size"],
-            "hugepages": hugepages_value(node),
-        }
-    return params
+def expected_cmdline(node: NodeExpect) -> dict[str, str]:
+    """The compiled kernel parameters (C-state limit, IOMMU, boot-time hugepages), as name -> value."""
+    return dict(p.partition("=")[::2] for p in node.desired["kernel"]["cmdline"])
 
 
 def test_cmdline(node: NodeExpect, probe: Probe) -> None:
     have = probe.parse("cat /proc/cmdline", readers.cmdline)
-    want = expected_cmdline(node, cpu_vendor(probe))
+    want = expected_cmdline(node)
     wrong = {k: ",".join(have.get(k, ["<absent>"])) for k, v in want.items() if have.get(k, [None])[-1] != v}
     expect_none_bad(
         "kernel command line",
@@ -119,7 +105,7 @@ def _idle(text: str) -> dict[int, dict[int, readers.IdleState]] | str:
 
 def test_cstates(node: NodeExpect, probe: Probe) -> None:
     """Every idle state deeper than `cstate_max` is disabled on EVERY online CPU."""
-    limit = int(node.tuning["cstate_max"])
+    limit = int(node.desired["cpu"]["cstate_max"])
     states = probe.parse(IDLE_LISTING, _idle)
     online = _online(probe)
     if isinstance(
@@ -151,50 +137,63 @@ def test_cstates(node: NodeExpect, probe: Probe) -> None:
 
 
 def test_governor(node: NodeExpect, probe: Probe) -> None:
-    want = node.tuning["governor"]
+    want = node.desired["cpu"]["governor"]
     values = readers.per_cpu(probe.read_many(GOVERNORS), "scaling_governor")
     bad = {f"cpu{c}": values.get(c, "<no cpufreq>") for c in _online(probe) if values.get(c) != want}
     expect_none_bad("scaling_governor", bad, f"{want} on every online CPU", hint("governor", node.name))
 
 
 def test_hugepages(node: NodeExpect, probe: Probe) -> None:
-    hp = node.tuning["hugepages"]
-    kb = HUGE_KB[hp["size"]]
-    count = int(hp["count"])
-    if not hp.get("per_numa"):
-        total = probe.read(hugepage_path(node))
-        expect_equal(f"{hp['size']} hugepages", str(count), total, hint("hugepages", node.name))
-        return
-    per_node = probe.read_many(f"/sys/devices/system/node/node[0-9]*/hugepages/hugepages-{kb}kB/nr_hugepages")
-    bad = {p.split("/")[5]: v for p, v in per_node.items() if v != str(count)}
+    """The boot-time total, and where the plan splits it (per_numa) the count on each NUMA node."""
+    hp = node.desired["hugepages"]
+    fix = hint("hugepages", node.name)
+    expect_equal(f"{hp['size']} hugepages", str(hp["total"]), probe.read(hugepage_path(node)), fix)
+    per = hp["per_numa"] or {}
+    have = {f"node{n}": probe.read(numa_hugepage_path(node, n)) for n in sorted(per, key=int)}
+    bad = {f"node{n}": have[f"node{n}"] for n in per if have[f"node{n}"] != str(per[n])}
     expect_none_bad(
-        f"{hp['size']} hugepages per NUMA node", bad, f"{count} on every node", hint("hugepages", node.name)
+        f"{hp['size']} hugepages per NUMA node",
+        bad,
+        ", ".join(f"node{n}={per[n]}" for n in sorted(per, key=int)),
+        fix,
     )
 
 
 def test_thp(node: NodeExpect, probe: Probe) -> None:
     mode = probe.parse("cat /sys/kernel/mm/transparent_hugepage/enabled", readers.bracketed)
-    expect_equal("transparent hugepages", node.tuning["thp"], mode, hint("thp", node.name))
+    expect_equal("transparent hugepages", node.desired["thp"], mode, hint("thp", node.name))
 
 
-def test_numa_balancing(node: NodeExpect, probe: Probe) -> None:
-    want = "1" if node.tuning["numa_balancing"] else "0"
-    expect_equal(
-        "kernel.numa_balancing",
-        want,
-        probe.read("/proc/sys/kernel/numa_balancing"),
-        hint("numa_balancing", node.name),
+def test_sysctls(node: NodeExpect, probe: Probe) -> None:
+    """Every declared sysctl has its value (compared word by word: tcp_rmem shows tabs)."""
+    want: dict[str, str] = node.desired["sysctls"]
+    found: dict[str, str] = {}
+    unreadable: list[str] = []
+    for key in want:
+        try:
+            found[key] = probe.read(sysctl_path(key))
+        except CheckError:
+            unreadable.append(key)
+    bad = {k: " ".join(v.split()) for k, v in found.items() if v.split() != str(want[k]).split()}
+    expect_none_bad(
+        "sysctls",
+        bad,
+        ", ".join(f"{k}={want[k]}" for k in bad) or "every declared value",
+        hint("sysctl", node.name),
     )
+    if unreadable:
+        raise CheckError(f"cannot read sysctl(s) {', '.join(unreadable)} under /proc/sys")
 
 
 def test_memlock_login(node: NodeExpect, probe: Probe) -> None:
     """pam_limits gives ordinary users unlimited locked memory (soft and hard)."""
+    want = node.desired["limits"]["memlock_login"]
     text = probe.run(LIMITS)
     eff = readers.memlock_for_users(readers.limits(text, "/etc/security/limits.conf"))
     expect(
-        eff.get("soft") == "unlimited" and eff.get("hard") == "unlimited",
+        eff.get("soft") == want["soft"] and eff.get("hard") == want["hard"],
         "memlock for logins (`*`)",
-        "soft and hard unlimited",
+        f"soft={want['soft']} hard={want['hard']}",
         f"soft={eff.get('soft', 'unset')} hard={eff.get('hard', 'unset')}",
         hint("memlock", node.name),
     )
@@ -206,7 +205,8 @@ def test_memlock_systemd(node: NodeExpect, probe: Probe) -> None:
     value = shown.get("DefaultLimitMEMLOCK")
     if value is None:
         raise CheckError("systemctl show does not report DefaultLimitMEMLOCK")
-    expect_equal("systemd DefaultLimitMEMLOCK", "infinity", value, hint("memlock", node.name))
+    want = node.desired["limits"]["memlock_systemd"]
+    expect_equal("systemd DefaultLimitMEMLOCK", want, value, hint("memlock", node.name))
 
 
 def test_irqbalance(node: NodeExpect, probe: Probe) -> None:
@@ -216,7 +216,7 @@ def test_irqbalance(node: NodeExpect, probe: Probe) -> None:
     found = f"{show.get('UnitFileState')}/{show.get('ActiveState')}" + (
         " (skipped)" if readers.unit_skipped(show) else ""
     )
-    if node.tuning["irqbalance"]:
+    if node.desired["services"]["irqbalance"]:
         ok = show.get("UnitFileState") == "enabled" and (
             show.get("ActiveState") == "active" or readers.unit_skipped(show)
         )
@@ -226,8 +226,9 @@ def test_irqbalance(node: NodeExpect, probe: Probe) -> None:
     expect(ok, "irqbalance.service", want, found, hint("irqbalance", node.name))
 
 
-@pytest.mark.applies(lambda n: bool(n.tuning.get("tuned_profile")))
+@pytest.mark.applies(lambda n: bool(n.desired["services"]["tuned_profile"]))
 def test_tuned_profile(node: NodeExpect, probe: Probe) -> None:
     out = probe.run(TUNED)
     found = out.split(":", 1)[1].strip() if "Current active profile:" in out else out.strip()
-    expect_equal("tuned profile", node.tuning["tuned_profile"], found or "<none>", hint("tuned", node.name))
+    want = node.desired["services"]["tuned_profile"]
+    expect_equal("tuned profile", want, found or "<none>", hint("tuned", node.name))

@@ -28,7 +28,6 @@ from clusterforge.hw.nvidia_smi import parse_topo
 
 pytestmark = pytest.mark.quick
 
-IB_MTU = 4096  # RoCE/IB path MTU with a jumbo (>= 4200) netdev MTU; IB NDR's 4K MTU
 DEFAULT_QOS_UNIT = "clusterforge-roce-qos.service"
 roce_only = pytest.mark.applies(lambda n: n.roce)
 
@@ -74,7 +73,7 @@ def commands(node: NodeExpect) -> list[str]:
             read_cmd(f"/sys/class/infiniband/{r.hca}/device/numa_node"),
         ]
         if node.roce:
-            q = node.tuning["roce"]
+            q = node.rail_desired(r.index)["qos"]
             cmds += [f"mlnx_qos -i {r.netdev}", *ecn_cmds(r, int(q["lossless_priority"])), tos_cmd(r)]
             if "nccl_ib_gid_index" in node.knobs:
                 cmds += gid_cmds(r, node.knobs["nccl_ib_gid_index"])
@@ -159,11 +158,12 @@ def test_netdev(node: NodeExpect, probe: Probe, rail: int) -> None:
     mtu = probe.run(mtu_cmd).strip()
     addrs = probe.run(addr_cmd).split()
     cidrs = [a for a in addrs if "/" in a and a[0].isdigit()]
-    want = f"up, {r.ip}/{r.prefix}, mtu {r.mtu}"
+    want_mtu = node.rail_desired(rail)["netdev_mtu"]
+    want = f"up, {r.ip}/{r.prefix}, mtu {want_mtu}"
     found = f"{state}, {','.join(cidrs) or 'no IPv4'}, mtu {mtu}"
     fix = hint("link_hw", node.name) if state == "down" else hint("rdma_netdev", node.name)
     expect(
-        state == "up" and f"{r.ip}/{r.prefix}" in cidrs and mtu == str(r.mtu),
+        state == "up" and f"{r.ip}/{r.prefix}" in cidrs and mtu == str(want_mtu),
         f"{r.netdev} (rail {rail})",
         want,
         found,
@@ -177,10 +177,11 @@ def test_active_mtu(node: NodeExpect, probe: Probe, rail: int) -> None:
     port = next((p for d in devs for p in d.ports if d.hca_id == r.hca and p.port == r.port), None)
     if port is None:
         raise CheckError(f"ibv_devinfo -d {r.hca} does not list port {r.port}")
+    want_mtu = node.rail_desired(rail)["port_mtu"]  # the port MTU, not the (IPoIB) netdev MTU
     expect(
-        port.state == "PORT_ACTIVE" and port.active_mtu == IB_MTU,
+        port.state == "PORT_ACTIVE" and port.active_mtu == want_mtu,
         f"{r.hca} verbs port (rail {rail})",
-        f"PORT_ACTIVE, active_mtu {IB_MTU}",
+        f"PORT_ACTIVE, active_mtu {want_mtu}",
         f"{port.state}, active_mtu {port.active_mtu}",
         hint("rdma_netdev", node.name),
     )
@@ -227,19 +228,19 @@ def _prio(qos: mlnx_qos.MlnxQos, dscp: int) -> str:
 @roce_only
 def test_roce_qos(node: NodeExpect, probe: Probe, rail: int) -> None:
     """Trust DSCP; PFC on the lossless priority only; RoCE and CNP DSCPs map to their priorities."""
-    r, q = _rail(node, rail), node.tuning["roce"]
+    r, q = _rail(node, rail), node.rail_desired(rail)["qos"]
     qos = probe.parse(f"mlnx_qos -i {r.netdev}", mlnx_qos.parse)
-    prio, cnp = int(q["lossless_priority"]), int(q.get("cnp_priority", 6))
+    prio, cnp = int(q["lossless_priority"]), int(q["cnp_priority"])
     maps = " ".join(f"{d}->{_prio(qos, int(d))}" for d in (q["dscp"], q["cnp_dscp"]))
-    want = f"trust dscp, PFC on [{prio}], {q['dscp']}->{prio} {q['cnp_dscp']}->{cnp}"
+    want = f"trust {q['trust']}, PFC on {q['pfc_priorities']}, {q['dscp']}->{prio} {q['cnp_dscp']}->{cnp}"
     found = f"trust {qos.trust_state}, PFC on {list(qos.pfc_priorities)}, {maps}"
     expect(found == want, f"{r.netdev} QoS (rail {rail})", want, found, hint("roce_qos", node.name))
 
 
 @roce_only
 def test_roce_ecn(node: NodeExpect, probe: Probe, rail: int) -> None:
-    r, q = _rail(node, rail), node.tuning["roce"]
-    want = "1" if q.get("ecn", True) else "0"
+    r, q = _rail(node, rail), node.rail_desired(rail)["qos"]
+    want = "1" if q["ecn"] else "0"
     prio = int(q["lossless_priority"])
     np_, rp = (probe.run(c).strip() for c in ecn_cmds(r, prio))
     expect(
@@ -273,7 +274,7 @@ def test_roce_gid(node: NodeExpect, probe: Probe, rail: int) -> None:
 
 @roce_only
 def test_roce_tos(node: NodeExpect, probe: Probe, rail: int) -> None:
-    r, tos = _rail(node, rail), str(node.tuning["roce"]["tos"])
+    r, tos = _rail(node, rail), str(node.rail_desired(rail)["qos"]["tos"])
     found = probe.run(tos_cmd(r)).strip()
     expect_equal(f"{r.hca} RDMA-CM default ToS (rail {rail})", tos, found, hint("roce_qos", node.name))
 

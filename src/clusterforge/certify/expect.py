@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+DESIRED_VERSION = "clusterforge-desired/1"  # plan/desired.py writes it; the validators read this version
+
 
 @dataclass(frozen=True)
 class Rail:
@@ -77,6 +79,8 @@ class NodeExpect:
     cluster: str
     plan_hash: str
     knobs: dict[str, Any] = field(default_factory=dict)  # role knobs from group_vars beside plan.json
+    # the node's compiled desired state (plan/desired.py): what the roles apply, certified as it is
+    desired_state: dict[str, Any] = field(default_factory=dict)
 
     @property
     def roce(self) -> bool:
@@ -97,6 +101,20 @@ class NodeExpect:
     @property
     def perf_attempts(self) -> int:
         return int(self.certification.get("perf_attempts", 3))
+
+    @property
+    def desired(self) -> dict[str, Any]:
+        """The compiled desired state; KeyError for a plan.json compiled before it existed."""
+        if self.desired_state.get("version") != DESIRED_VERSION:
+            raise KeyError(
+                f"plan.json has no {DESIRED_VERSION} desired state for {self.name} "
+                f"(found {self.desired_state.get('version')!r}): re-run `clusterforge plan`"
+            )
+        return self.desired_state
+
+    def rail_desired(self, index: int) -> dict[str, Any]:
+        """The desired state of rail ``index`` (netdev and port MTU, QoS)."""
+        return dict(next(r for r in self.desired["rails"] if int(r["index"]) == index))
 
     def rail(self, index: int) -> Rail:
         return next(r for r in self.rails if r.index == index)
@@ -163,6 +181,7 @@ def node_expect(doc: dict[str, Any], node: dict[str, Any], knobs: dict[str, Any]
         cluster=doc["cluster"],
         plan_hash=doc["plan_hash"],
         knobs=dict(knobs or {}),
+        desired_state=dict(node.get("desired") or {}),
     )
 
 

@@ -16,13 +16,13 @@ from typing import Any
 
 from clusterforge.errors import InputError
 from clusterforge.plan.addressing import Allocator, mac_parts, management_ips
+from clusterforge.plan.desired import IPOIB_MTU, node_desired
 from clusterforge.plan.digest import canonical_json, sha256_of
 from clusterforge.plan.fabric import Fabric, FabricInput, plan_fabric
 from clusterforge.spec.layout import node_slots, rack_name
 from clusterforge.spec.load import Spec
 
 SCHEMA_VERSION = 1
-IB_MTU = 4092  # IPoIB datagram-mode MTU of the rails on InfiniBand fabrics
 
 
 @dataclass(frozen=True)
@@ -145,22 +145,26 @@ def _plan_fabrics(spec: Spec, fabric_nodes: dict[str, list[str]]) -> dict[str, F
     return out
 
 
-DIGEST_VERSION = "clusterforge-expectation/1"
+DIGEST_VERSION = "clusterforge-expectation/2"
 _DIGEST_RAIL = itemgetter(
     "index", "hca", "netdev", "ip", "prefix", "mtu", "link_layer", "speed_gbps", "gpu", "numa"
 )
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
-def expectation_digest(sku_digest: str, node: dict[str, Any], bios_digest: str | None = None) -> str:
+def expectation_digest(
+    sku_digest: str, node: dict[str, Any], bios_digest: str | None = None, desired_digest: str = ""
+) -> str:
     """SHA-256 over what `node` is certified against and nothing else: the digest of its SKU (with threshold
-    overrides), tuning and software pins, plus its own name, management address and netdev, fabric type and,
-    per rail, (index, hca, netdev, ip, prefix, mtu, link_layer, speed_gbps, gpu, numa) - as a JSON list in
-    that fixed order, headed by DIGEST_VERSION. A node with a BMC is also checked against its vendor's BIOS
-    attribute map, so `bios_digest` (that map's digest) is appended for it."""
+    overrides), tuning and software pins, the digest of its compiled desired state (`desired_digest`), plus
+    its own name, management address and netdev, fabric type and, per rail, (index, hca, netdev, ip, prefix,
+    mtu, link_layer, speed_gbps, gpu, numa) - as a JSON list in that fixed order, headed by DIGEST_VERSION.
+    A node with a BMC is also checked against its vendor's BIOS attribute map, so `bios_digest` (that map's
+    digest) is appended for it."""
     parts: list[Any] = [
         DIGEST_VERSION,
         sku_digest,
+        desired_digest,
         node["name"],
         node["mgmt_ip"],
         node["mgmt_netdev"],
@@ -213,6 +217,7 @@ def build_plan(spec: Spec) -> Plan:
     sku_digest = {
         name: sha256_of({"sku": d, "tuning": tuning, "software": software}) for name, d in skus.items()
     }
+    desired: dict[str, tuple[dict[str, Any], str]] = {}  # per SKU: (desired state, its digest)
     nodes: list[dict[str, Any]] = []
     pool_nodes: dict[str, list[str]] = {p: [] for p in pools}
     for s in slots:
@@ -225,7 +230,7 @@ def build_plan(spec: Spec) -> Plan:
         entry = entries.get(s.name)
         macs = entry.macs if entry else {}
         nics = sku.compute_nics
-        mtu = c.tuning.roce.mtu if ftype == "roce" else IB_MTU
+        mtu = c.tuning.roce.mtu if ftype == "roce" else IPOIB_MTU
         mac_hi, mac_lo = mac_parts(s.ordinal)
         rails = []
         for r in nics.rails:
@@ -268,9 +273,13 @@ def build_plan(spec: Spec) -> Plan:
             "bmc": entry.bmc.model_dump(mode="json") if entry and entry.bmc else None,
             "rails": rails,
         }
+        if pool.sku not in desired:  # a function of the SKU (its rails, CPU) and the tuning: compiled once
+            d = node_desired(skus[pool.sku], tuning, rails)
+            desired[pool.sku] = (d, sha256_of(d))
+        node["desired"], desired_digest = desired[pool.sku]
         bmc = node["bmc"]
         node["expectation_digest"] = expectation_digest(
-            sku_digest[pool.sku], node, bios_digest(bmc["vendor"]) if bmc else None
+            sku_digest[pool.sku], node, bios_digest(bmc["vendor"]) if bmc else None, desired_digest
         )
         nodes.append(node)
         pool_nodes[s.pool].append(s.name)

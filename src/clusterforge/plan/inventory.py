@@ -16,7 +16,9 @@ def group_name(prefix: str, value: object) -> str:
     return f"{prefix}_{str(value).replace('-', '_')}"
 
 
-def host_vars(node: dict[str, Any]) -> dict[str, Any]:
+def host_vars(node: dict[str, Any], sku_desired: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A node's own vars; its compiled desired state only when it differs from its SKU's (group_vars)."""
+    own = node.get("desired")
     return {
         "ansible_host": node["mgmt_ip"],
         "clusterforge_node": node["name"],
@@ -31,6 +33,11 @@ def host_vars(node: dict[str, Any]) -> dict[str, Any]:
         "clusterforge_rails": node["rails"],
         "clusterforge_expectation_digest": node["expectation_digest"],
         **({"clusterforge_bmc": node["bmc"]} if node.get("bmc") else {}),
+        **(
+            {"clusterforge_desired": own}
+            if own is not None and own is not sku_desired and own != sku_desired
+            else {}
+        ),
     }
 
 
@@ -42,8 +49,9 @@ def hosts_yml(plan: Plan) -> dict[str, Any]:
         groups.setdefault(group, {"hosts": {}})["hosts"][host] = hvars
 
     doc = plan.doc
+    desired = sku_desired(plan)
     for n in doc["nodes"]:
-        member(group_name("pool", n["pool"]), n["name"], host_vars(n))
+        member(group_name("pool", n["pool"]), n["name"], host_vars(n, desired.get(n["sku"])))
         member(group_name("sku", n["sku"]), n["name"])
         member(group_name("rack", n["rack"]), n["name"])
         member(group_name("su", f"{n['fabric']}_{n['su']}"), n["name"])
@@ -68,14 +76,9 @@ def all_vars(plan: Plan) -> dict[str, Any]:
         "clusterforge_certification": {k: v for k, v in d["certification"].items() if k != "thresholds"},
         "clusterforge_rollout_serial": d["rollout"]["serial"],
         "clusterforge_rollout_max_fail_percentage": d["rollout"]["max_fail_percentage"],
+        # kernel command line, hugepages, THP and sysctls: compiled per SKU (clusterforge_desired)
         "os_tuning_cstate_max": t["cstate_max"],
-        "os_tuning_hugepages_size": t["hugepages"]["size"],
-        "os_tuning_hugepages_count": t["hugepages"]["count"],
-        "os_tuning_hugepages_per_numa": t["hugepages"]["per_numa"],
         "os_tuning_governor": t["governor"],
-        "os_tuning_thp": t["thp"],
-        "os_tuning_numa_balancing": t["numa_balancing"],
-        "os_tuning_iommu": t["iommu"],
         "os_tuning_tuned_profile": t["tuned_profile"] or "",
         "os_tuning_irqbalance_enabled": t["irqbalance"],
         "os_tuning_time_servers": t["time_servers"],
@@ -124,9 +127,28 @@ def roce_vars(plan: Plan) -> dict[str, Any]:
     return {"nccl_ib_tc": plan.doc["tuning"]["roce"]["tos"], "nccl_ib_gid_index": 3}
 
 
-def sku_vars(sku: dict[str, Any]) -> dict[str, Any]:
+def sku_desired(plan: Plan) -> dict[str, dict[str, Any]]:
+    """The compiled desired state of each SKU's nodes (plan/desired.py: a function of the SKU and the
+    tuning), taken from its first node; SKUs without nodes have none."""
+    out: dict[str, dict[str, Any]] = {}
+    for n in plan.doc["nodes"]:
+        if n["sku"] not in out and "desired" in n:
+            out[n["sku"]] = n["desired"]
+    return out
+
+
+def sku_vars(sku: dict[str, Any], desired: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "clusterforge_sku_spec": sku,
+        **({"clusterforge_desired": desired} if desired is not None else {}),
         "nvidia_gpu_fabricmanager_enabled": bool(sku["gpu"]["nvswitch"]),
         "rdma_link_layer": sku["compute_nics"]["link_layer"],
+    }
+
+
+def sku_group_vars(plan: Plan) -> dict[str, dict[str, Any]]:
+    """group_vars/sku_<name>.yml contents keyed by file stem."""
+    desired = sku_desired(plan)
+    return {
+        group_name("sku", name): sku_vars(sku, desired.get(name)) for name, sku in plan.doc["skus"].items()
     }

@@ -21,7 +21,7 @@ import yaml
 
 from clusterforge.plan import yamlfast
 from clusterforge.plan.build import Plan
-from clusterforge.plan.inventory import all_vars, group_name, hosts_yml, roce_vars, sku_vars
+from clusterforge.plan.inventory import all_vars, hosts_yml, roce_vars, sku_group_vars
 from clusterforge.plan.topology_svg import topology_dot
 
 _BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -121,8 +121,8 @@ def write_outputs(plan: Plan, out_root: Path, *, svg: bool = True) -> Path:
         _write(tmp / "hosts.yml", hosts_yml_lines(plan))
         _write(tmp / "group_vars" / "all.yml", dump_yaml(all_vars(plan)))
         _write(tmp / "group_vars" / "fabric_type_roce.yml", dump_yaml(roce_vars(plan)))
-        for name, sku in plan.doc["skus"].items():
-            _write(tmp / "group_vars" / f"{group_name('sku', name)}.yml", dump_yaml(sku_vars(sku)))
+        for stem, gvars in sku_group_vars(plan).items():
+            _write(tmp / "group_vars" / f"{stem}.yml", dump_yaml(gvars))
         _write(tmp / "cables.csv", cables_csv(plan))
         _write(tmp / "bom.csv", bom_csv(plan))
         dot = topology_dot(plan)

@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 
 from clusterforge.plan import Plan
-from clusterforge.plan.inventory import all_vars, group_name, hosts_yml, roce_vars, sku_vars
+from clusterforge.plan.inventory import all_vars, hosts_yml, roce_vars, sku_group_vars
 from clusterforge.plan.summary import summary
 from clusterforge.pulumi.cluster import GpuCluster
 from clusterforge.pulumi.settings import StackSettings, load_plan, load_settings
@@ -23,8 +23,7 @@ REQUIRED_OUTPUTS = ("cluster", "plan_hash", "inventory", "group_vars")
 def group_vars(plan: Plan) -> dict[str, dict[str, Any]]:
     """group_vars/<file>.yml contents keyed by file stem, exactly what `clusterforge plan` writes."""
     out: dict[str, dict[str, Any]] = {"all": all_vars(plan), "fabric_type_roce": roce_vars(plan)}
-    for name, sku in plan.doc["skus"].items():
-        out[group_name("sku", name)] = sku_vars(sku)
+    out.update(sku_group_vars(plan))
     return out
 
 

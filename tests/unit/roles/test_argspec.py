@@ -41,14 +41,14 @@ def _site(run_ansible: Runner, *extra: str):
     ("knob", "value", "expected"),
     [
         (
-            "os_tuning_thp",
+            "os_tuning_governor_missing",
             "bogus",
-            "value of os_tuning_thp must be one of: always, madvise, never, got: bogus",
+            "value of os_tuning_governor_missing must be one of: warn, fail, got: bogus",
         ),
         ("nvidia_gpu_driver_source", "tarball", "nvidia_gpu_driver_source must be one of: package, image"),
         ("rdma_roce_lossless_priority", "9", "rdma_roce_lossless_priority must be one of"),
         ("nccl_net_gdr_level", "FAR", "nccl_net_gdr_level must be one of"),
-        ("os_tuning_hugepages_count", "lots", "os_tuning_hugepages_count"),
+        ("os_tuning_cstate_max", "lots", "os_tuning_cstate_max"),
     ],
 )
 def test_bad_knob_fails_in_preflight_before_any_role_task(
@@ -80,7 +80,7 @@ def test_role_validates_its_own_knobs_at_start(run_ansible: Runner, tmp_path: Pa
         "local",
         "--check",
         "-e",
-        "os_tuning_iommu=sometimes",
+        "os_tuning_governor_missing=sometimes",
         str(playbook),
         env={"ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles")},
         json_output=True,
@@ -90,7 +90,7 @@ def test_role_validates_its_own_knobs_at_start(run_ansible: Runner, tmp_path: Pa
     assert len(results) == 1, [n for n, _, _ in results]
     name, _, result = results[0]
     assert "Validating arguments against arg spec" in name
-    assert "os_tuning_iommu must be one of: pt, on, off, got: sometimes" in result["msg"]
+    assert "os_tuning_governor_missing must be one of: warn, fail, got: sometimes" in result["msg"]
 
 
 def test_preflight_lists_every_problem_in_one_message(run_ansible: Runner) -> None:

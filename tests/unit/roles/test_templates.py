@@ -108,91 +108,27 @@ def test_grub_dropin_intel() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("facts", "knobs", "expected"),
-    [
-        (  # SKU without a CPU vendor: the facts decide (AMD)
-            UBUNTU,
-            {"clusterforge_sku_spec": {"name": "h100-sxm-8x400g-roce", "cpu": {"numa_nodes": 2}}},
-            [
-                "processor.max_cstate=1",
-                "iommu=pt",
-                "default_hugepagesz=1G",
-                "hugepagesz=1G",
-                "hugepages=0:8,1:8",
-            ],
-        ),
-        (  # the SKU's declared vendor wins over the facts
-            DEBIAN,
-            {
-                "clusterforge_sku_spec": {
-                    "name": "h100-sxm-8x400g-roce",
-                    "cpu": {"vendor": "amd", "numa_nodes": 2},
-                }
-            },
-            [
-                "processor.max_cstate=1",
-                "iommu=pt",
-                "default_hugepagesz=1G",
-                "hugepagesz=1G",
-                "hugepages=0:8,1:8",
-            ],
-        ),
-        (
-            DEBIAN,
-            {"os_tuning_hugepages_count": 0},
-            ["intel_idle.max_cstate=0", "processor.max_cstate=1", "iommu=pt"],
-        ),
-        (
-            DEBIAN,
-            {"os_tuning_hugepages_per_numa": False, "os_tuning_cstate_max": 0, "os_tuning_iommu": "off"},
-            [
-                "intel_idle.max_cstate=0",
-                "processor.max_cstate=1",
-                "iommu=off",
-                "default_hugepagesz=1G",
-                "hugepagesz=1G",
-                "hugepages=16",
-            ],
-        ),
-        (
-            DEBIAN,
-            {
-                "os_tuning_cstate_cmdline": False,
-                "os_tuning_iommu": "on",
-                "os_tuning_hugepages_size": "2M",
-                "os_tuning_hugepages_count": 1024,
-                "os_tuning_hugepages_per_numa": False,
-                "os_tuning_cmdline_extra": ["nosmt"],
-            },
-            [
-                "iommu=nopt",
-                "intel_iommu=on",
-                "default_hugepagesz=2M",
-                "hugepagesz=2M",
-                "hugepages=1024",
-                "nosmt",
-            ],
-        ),
-        (
-            DEBIAN,
-            {"os_tuning_hugepages_count": 17},
-            [
-                "intel_idle.max_cstate=0",
-                "processor.max_cstate=1",
-                "iommu=pt",
-                "default_hugepagesz=1G",
-                "hugepagesz=1G",
-                "hugepages=0:9,1:8",
-            ],
-        ),
-    ],
-)
-def test_kernel_parameters(facts: dict, knobs: dict, expected: list[str]) -> None:
+@pytest.mark.parametrize("facts", [DEBIAN, UBUNTU, ROCKY])
+def test_kernel_parameters_are_the_compiled_ones_whatever_the_node(facts: dict) -> None:
+    """The role derives nothing: the SKU's (Intel) compiled parameters, also on an AMD node's facts; site
+    extras come after them. The derivation itself is tested in tests/unit/plan/test_desired.py."""
+    compiled = [
+        "intel_idle.max_cstate=0",
+        "processor.max_cstate=1",
+        "iommu=pt",
+        "default_hugepagesz=1G",
+        "hugepagesz=1G",
+        "hugepages=0:8,1:8",
+    ]
+    out = render("os_tuning", facts=facts, expressions={"p": "{{ os_tuning_cmdline_params }}"})
+    assert out["p"] == compiled
     out = render(
-        "os_tuning", facts=facts, variables=knobs, expressions={"p": "{{ os_tuning_cmdline_params }}"}
+        "os_tuning",
+        facts=facts,
+        variables={"os_tuning_cmdline_extra": ["nosmt"]},
+        expressions={"p": "{{ os_tuning_cmdline_params }}"},
     )
-    assert out["p"] == expected
+    assert out["p"] == [*compiled, "nosmt"]
 
 
 def test_cpuidle_attributes_cover_states_deeper_than_the_limit() -> None:
@@ -213,7 +149,10 @@ def test_sysctl_dropin_and_runtime_paths() -> None:
         "os_tuning",
         templates={"conf": "templates/sysctl.conf.j2"},
         expressions={"attrs": "{{ _os_tuning_sysctl_attrs }}"},
-        variables={"os_tuning_sysctls_extra": {"net/ipv4/conf/eth0.100/rp_filter": 2}},
+        variables={
+            "_os_tuning_sysctl_all": "{{ clusterforge_desired.sysctls"
+            " | combine({'net/ipv4/conf/eth0.100/rp_filter': 2}) }}"
+        },
     )
     lines = out["conf"].splitlines()
     assert "kernel.numa_balancing = 0" in lines

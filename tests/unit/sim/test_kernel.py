@@ -51,6 +51,16 @@ def test_sysctl_applied_at_boot(node: SimNode) -> None:
     assert node.read("/proc/sys/vm/max_map_count").strip() == "65530"
 
 
+def test_host_global_net_core_sysctls_are_simulated(node: SimNode) -> None:
+    """net.core.{r,w}mem_* are host-global (read-only from a container): simulated, so a declared value
+    takes effect in the lab like any other key, and certification can check it."""
+    assert node.read("/proc/sys/net/core/rmem_max").strip() == "212992"
+    node.write("/etc/sysctl.d/90-clusterforge.conf", "net.core.rmem_max = 268435456\n")
+    node.reboot()
+    assert node.read("/proc/sys/net/core/rmem_max").strip() == "268435456"
+    assert node.read("/proc/sys/net/core/wmem_max").strip() == "212992"
+
+
 def test_modules(node: SimNode) -> None:
     mods = node.read("/proc/modules")
     assert "mlx5_ib " in mods and "nvidia_uvm " in mods and "nvidia_peermem" not in mods

@@ -132,7 +132,7 @@ def proc_views(st: dict[str, Any]) -> None:
     # detect a reboot by it (ansible.builtin.reboot) would wait forever. Give each node boot its own.
     write_in_place(f"{PROC}/sys/kernel/random/boot_id", str(uuid.uuid4()) + "\n")
     mounts.bind_file(f"{PROC}/sys/kernel/random/boot_id", "/proc/sys/kernel/random/boot_id")
-    for key in st["kernel"].get("sysctl_keys", sorted(S.DEFAULT_SYSCTL)):
+    for key in sysctl_keys(st):
         real = "/proc/sys/" + key.replace(".", "/")
         if paths.in_node() and not os.path.exists(real):
             continue
@@ -176,8 +176,14 @@ def sysctl_settings() -> dict[str, str]:
     return out
 
 
+def sysctl_keys(st: dict[str, Any]) -> list[str]:
+    """The simulated /proc/sys keys: the node's recorded ones and today's defaults (a node created before
+    a key was simulated gets it at its next boot)."""
+    return sorted(set(st["kernel"].get("sysctl_keys", [])) | set(S.DEFAULT_SYSCTL))
+
+
 def apply_sysctl(st: dict[str, Any]) -> None:
-    keys = set(st["kernel"].get("sysctl_keys", []))
+    keys = set(sysctl_keys(st))
     for k, v in sysctl_settings().items():
         if k in keys and paths.p(f"{PROC}/sys/{k}").exists():
             write_in_place(f"{PROC}/sys/{k}", v + "\n")

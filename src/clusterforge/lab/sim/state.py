@@ -42,6 +42,11 @@ DEFAULT_SYSCTL = {  # a freshly booted Debian 12 two-socket server
     "kernel.hung_task_timeout_secs": "120",
     "kernel.sched_autogroup_enabled": "1",
     "vm.nr_hugepages": "0",
+    # host-global (not per network namespace): read-only from a container, so simulated like the rest
+    "net.core.rmem_max": "212992",
+    "net.core.wmem_max": "212992",
+    "net.core.rmem_default": "212992",
+    "net.core.wmem_default": "212992",
 }
 
 

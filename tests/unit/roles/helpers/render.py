@@ -1,6 +1,8 @@
 """Render role templates and variables for one inventory host without running the role.
 
 Usage: python render.py INVENTORY HOST ROLE FAMILY FACTS_JSON REQUESTS_JSON
+       python render.py --batch JOBS_JSON   (a list of [INVENTORY, HOST, ROLE, FAMILY, FACTS, REQUESTS];
+                                             prints the list of results: one Ansible start for many renders)
 REQUESTS_JSON: {"vars": {"<name>": "<jinja or value>"},
                 "templates": {"<key>": "<template path relative to the role>"},
                 "expressions": {"<key>": "<jinja>"}}
@@ -37,14 +39,14 @@ def _trust(value: object) -> object:
     return value
 
 
-def main() -> None:
-    inventory, host_name, role, family, facts_json, requests_json = sys.argv[1:7]
-    init_plugin_loader([str(PLAYBOOKS / "collections"), str(ROOT / "collections")])
+def render_one(
+    inventory: str, host_name: str, role: str, family: str, facts: dict, requests: dict
+) -> dict[str, object]:
     loader = DataLoader()
     loader.set_basedir(str(PLAYBOOKS))
     inv = InventoryManager(loader=loader, sources=[inventory])
     vm = VariableManager(loader=loader, inventory=inv)
-    facts = json.loads(facts_json)
+    facts = dict(facts)
     facts.setdefault("os_family", family)
     play = Play.load(
         {"hosts": "all", "gather_facts": False, "roles": [role]}, variable_manager=vm, loader=loader
@@ -59,7 +61,6 @@ def main() -> None:
     variables["ansible_facts"] = facts
     variables.update({f"ansible_{k}": v for k, v in facts.items()})
     variables["ansible_check_mode"] = False
-    requests = json.loads(requests_json)
     templar = Templar(loader=loader, variables=variables)
     for key, expr in requests.get("vars", {}).items():
         variables[key] = templar.template(trust_as_template(expr)) if isinstance(expr, str) else expr
@@ -70,6 +71,17 @@ def main() -> None:
         out[key] = templar.template(trust_as_template(source))
     for key, expr in requests.get("expressions", {}).items():
         out[key] = templar.template(trust_as_template(expr))
+    return out
+
+
+def main() -> None:
+    init_plugin_loader([str(PLAYBOOKS / "collections"), str(ROOT / "collections")])
+    if sys.argv[1] == "--batch":
+        jobs = json.loads(Path(sys.argv[2]).read_text())
+        print(json.dumps([render_one(*job) for job in jobs], default=str))
+        return
+    inventory, host_name, role, family, facts_json, requests_json = sys.argv[1:7]
+    out = render_one(inventory, host_name, role, family, json.loads(facts_json), json.loads(requests_json))
     print(json.dumps(out, default=str))
 
 

@@ -1,0 +1,175 @@
+"""The compiled desired state of a node: every setting the roles apply and the validators certify.
+
+Computed once, here, from what the node's expectation digest covers (its SKU and the cluster's tuning);
+written into plan.json under each node (`desired`) for the validators and drift, and into the inventory
+(`clusterforge_desired`) for the roles. Neither side derives these values again.
+
+Pure and deterministic: plain JSON types only (strings for values that a kernel file shows), so the
+canonical JSON of a node's desired state is stable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DESIRED_VERSION = "clusterforge-desired/1"
+
+# IPoIB datagram mode: the 4096-byte IB MTU less the 4-byte IPoIB encapsulation header (the netdev MTU).
+IPOIB_MTU = 4092
+# The verbs port MTU (ibv_devinfo active_mtu) of an InfiniBand port: NDR/HDR's 4K MTU.
+IB_PORT_MTU = 4096
+# RoCE: the kernel takes the IB MTU that fits the netdev MTU less the RoCE headers (GRH 40 + UDP 8 + BTH 12
+# + XRC 4 + AtomicETH 28 + ICRC 4 = 96 bytes, include/rdma/ib_addr.h iboe_get_mtu).
+ROCE_HEADER_BYTES = 96
+IB_MTUS = (4096, 2048, 1024, 512, 256)
+
+HUGE_KB = {"1G": 1048576, "2M": 2048}
+
+# Sysctls every node gets (tuning-facts §2, §4); kernel.numa_balancing is added from tuning.numa_balancing.
+SYSCTLS: dict[str, str] = {
+    "net.core.rmem_max": "268435456",
+    "net.core.wmem_max": "268435456",
+    "net.core.rmem_default": "16777216",
+    "net.core.wmem_default": "16777216",
+    "net.ipv4.tcp_rmem": "4096 87380 268435456",
+    "net.ipv4.tcp_wmem": "4096 65536 268435456",
+    "net.ipv4.tcp_mtu_probing": "1",
+    "vm.zone_reclaim_mode": "0",
+    "vm.swappiness": "10",
+    "vm.max_map_count": "1048576",
+}
+
+# Kernel parameters the os_tuning role owns: on the running command line but not desired -> stale.
+CMDLINE_MANAGED_KEYS = (
+    "intel_idle.max_cstate",
+    "processor.max_cstate",
+    "iommu",
+    "intel_iommu",
+    "default_hugepagesz",
+    "hugepagesz",
+    "hugepages",
+)
+
+
+def cpu_vendor(sku: dict[str, Any]) -> str:
+    """intel | amd | other, from the SKU's declared CPU (never from the node)."""
+    vendor = str(sku.get("cpu", {}).get("vendor", "")).lower()
+    return vendor if vendor in ("intel", "amd") else "other"
+
+
+def numa_nodes(sku: dict[str, Any]) -> int:
+    return max(int(sku.get("cpu", {}).get("numa_nodes", 1)), 1)
+
+
+def hugepages(tuning: dict[str, Any], numa: int) -> dict[str, Any]:
+    """Boot-time hugepages: the total, and with per_numa on a multi-NUMA SKU the count on each NUMA node
+    (the total split evenly, the first nodes taking one more when it does not divide)."""
+    hp = tuning["hugepages"]
+    size, total = str(hp["size"]), int(hp["count"])
+    per_numa = None
+    if total and hp.get("per_numa") and numa > 1:
+        per_numa = {str(i): total // numa + (1 if i < total % numa else 0) for i in range(numa)}
+    return {"size": size, "size_kb": HUGE_KB[size], "total": total, "per_numa": per_numa}
+
+
+def hugepages_param(hp: dict[str, Any]) -> str:
+    """The value of ``hugepages=``: the total, or ``0:N0,1:N1`` per NUMA node."""
+    per = hp["per_numa"]
+    if not per:
+        return str(hp["total"])
+    return ",".join(f"{i}:{per[i]}" for i in sorted(per, key=int))
+
+
+def kernel_cmdline(tuning: dict[str, Any], vendor: str, hp: dict[str, Any]) -> list[str]:
+    """The parameters the os_tuning role puts on the kernel command line, in order: the C-state limit
+    (Intel: intel_idle off and acpi_idle limited, tuning-facts §1.1), the IOMMU mode (§5.2) and boot-time
+    hugepages (§2.1). processor.max_cstate=0 means 1 to the kernel, so it is never below 1."""
+    out = ["intel_idle.max_cstate=0"] if vendor == "intel" else []
+    out.append(f"processor.max_cstate={max(int(tuning['cstate_max']), 1)}")
+    iommu = str(tuning["iommu"])
+    out += {
+        "pt": ["iommu=pt"],
+        "on": ["iommu=nopt"] + (["intel_iommu=on"] if vendor == "intel" else []),
+        "off": ["iommu=off"],
+    }[iommu]
+    if hp["total"]:
+        out += [
+            f"default_hugepagesz={hp['size']}",
+            f"hugepagesz={hp['size']}",
+            f"hugepages={hugepages_param(hp)}",
+        ]
+    return out
+
+
+def sysctls(tuning: dict[str, Any]) -> dict[str, str]:
+    out = dict(SYSCTLS)
+    out["kernel.numa_balancing"] = "1" if tuning["numa_balancing"] else "0"
+    return dict(sorted(out.items()))
+
+
+def port_mtu(link_layer: str, netdev_mtu: int) -> int:
+    """The verbs active_mtu a port reaches: 4096 on InfiniBand; on RoCE the largest IB MTU that fits the
+    netdev MTU less the RoCE headers."""
+    if link_layer == "InfiniBand":
+        return IB_PORT_MTU
+    room = netdev_mtu - ROCE_HEADER_BYTES
+    return next((m for m in IB_MTUS if m <= room), IB_MTUS[-1])
+
+
+def roce_qos(tuning: dict[str, Any]) -> dict[str, Any]:
+    """A RoCE rail's lossless QoS (tuning-facts §3): trust DSCP, PFC on the lossless priority only, the
+    RoCE and CNP DSCPs mapped to their priorities, ECN on the lossless priority, the RDMA-CM ToS."""
+    q = tuning["roce"]
+    return {
+        "trust": "dscp",
+        "pfc_priorities": [int(q["lossless_priority"])],
+        "lossless_priority": int(q["lossless_priority"]),
+        "dscp": int(q["dscp"]),
+        "cnp_dscp": int(q["cnp_dscp"]),
+        "cnp_priority": int(q["cnp_priority"]),
+        "ecn": bool(q["ecn"]),
+        "tos": int(q["tos"]),
+    }
+
+
+def rail_desired(rail: dict[str, Any], tuning: dict[str, Any]) -> dict[str, Any]:
+    ethernet = rail["link_layer"] == "Ethernet"
+    netdev_mtu = int(tuning["roce"]["mtu"]) if ethernet else IPOIB_MTU
+    return {
+        "index": int(rail["index"]),
+        "netdev": rail["netdev"],
+        "hca": rail["hca"],
+        "port": int(rail.get("port", 1)),
+        "netdev_mtu": netdev_mtu,
+        "port_mtu": port_mtu(rail["link_layer"], netdev_mtu),
+        "qos": roce_qos(tuning) if ethernet else None,
+    }
+
+
+def node_desired(sku: dict[str, Any], tuning: dict[str, Any], rails: list[dict[str, Any]]) -> dict[str, Any]:
+    """The desired state of a node of ``sku`` (the plan's SKU entry) with ``rails`` (its plan rails, or the
+    SKU's rails: only index, netdev, hca, port and link_layer are read) under the cluster's ``tuning``."""
+    vendor = cpu_vendor(sku)
+    hp = hugepages(tuning, numa_nodes(sku))
+    return {
+        "version": DESIRED_VERSION,
+        "kernel": {"cmdline": kernel_cmdline(tuning, vendor, hp), "managed_keys": list(CMDLINE_MANAGED_KEYS)},
+        "cpu": {
+            "vendor": vendor,
+            "cstate_max": int(tuning["cstate_max"]),
+            "governor": str(tuning["governor"]),
+        },
+        "hugepages": hp,
+        "thp": str(tuning["thp"]),
+        "sysctls": sysctls(tuning),
+        "limits": {
+            "memlock_login": {"soft": "unlimited", "hard": "unlimited"},
+            "memlock_systemd": "infinity",
+        },
+        "services": {
+            "irqbalance": bool(tuning["irqbalance"]),
+            "tuned_profile": tuning.get("tuned_profile") or None,
+        },
+        "pcie": {"acs_disable": bool(tuning["acs_disable"])},
+        "rails": [rail_desired(r, tuning) for r in sorted(rails, key=lambda r: int(r["index"]))],
+    }
