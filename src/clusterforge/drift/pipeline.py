@@ -11,6 +11,7 @@ from clusterforge.drift.model import DriftReport
 from clusterforge.drift.run import drift
 from clusterforge.errors import ExitCode
 from clusterforge.run.pipeline import load_plan
+from clusterforge.term import safe, terminal_text
 
 
 def render(report: DriftReport, fmt: str, allow_unreachable: bool) -> str:
@@ -39,7 +40,7 @@ def drift_flow(
     plan, inv = load_plan(spec)
     report = drift(plan.doc, inv, limit, shard=shard)
     text = render(report, fmt, allow_unreachable)
-    console.out(text, end="", highlight=False)
+    console.out(terminal_text(text), end="", highlight=False)
     if output:
         output.write_text(text)
     if fix and report.drifted(allow_unreachable):
@@ -48,7 +49,7 @@ def drift_flow(
             from clusterforge.run.pipeline import pool_manager, print_report
             from clusterforge.run.provision import Options, provision
 
-            console.print(f"[bold]»[/] fixing {', '.join(nodes)}")
+            console.print(f"[bold]»[/] fixing {safe(', '.join(nodes))}")
             rep = provision(plan.doc, inv, Options(limit=",".join(nodes)), pool_manager(plan.doc), console)
             rep.write()
             print_report(rep, console)
@@ -62,7 +63,7 @@ def drift_flow(
                 )
             report = drift(plan.doc, inv, limit, shard=shard)
             text = render(report, fmt, allow_unreachable)
-            console.out(text, end="", highlight=False)
+            console.out(terminal_text(text), end="", highlight=False)
             if output:
                 output.write_text(text)
     if report.errors and not report.drifted(allow_unreachable):

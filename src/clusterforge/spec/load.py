@@ -4,6 +4,10 @@ Every problem is collected into one `InputError` (exit code 2); nothing is writt
 feed one report: duplicate YAML keys, schema errors, unknown or inconsistent SKUs and, whenever the schema
 allows building the cluster (sections with defaults that fail validation are replaced by their defaults for
 this purpose), the cross-field checks.
+
+Sizes are bounded before anything is generated (docs/security.md): the YAML loader limits the file, its
+nesting and its aliases; the schema limits lists and numbers; and a spec whose pools add up to more than
+`MAX_NODES` nodes or `MAX_ENDPOINTS` compute endpoints (nodes x rails) is refused before a name is made.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from clusterforge.errors import InputError, Problem
 from clusterforge.spec.model import Cluster
 from clusterforge.spec.sku import Sku, catalog, sku_problems
 from clusterforge.spec.yamlsrc import PathKey, SourceDoc, format_path, load_yaml, load_yaml_text
+
+MAX_NODES = 32_768  # nodes per spec, all pools together (~2.6x the 100k-GPU benchmark)
+MAX_ENDPOINTS = 262_144  # compute endpoints per spec: nodes x rails, all pools together
 
 
 @dataclass(frozen=True)
@@ -69,12 +76,13 @@ _FIXES = {
     "extra_forbidden": "remove the key or correct its spelling",
     "literal_error": "use one of the allowed values",
     "int_parsing": "write a whole number",
-    "int_type": "write a whole number",
+    "int_type": "write a whole number (not quoted, not true/false)",
     "int_from_float": "write a whole number",
     "float_parsing": "write a number",
     "float_type": "write a number",
     "bool_parsing": "write true or false",
-    "bool_type": "write true or false",
+    "bool_type": "write true or false (not quoted)",
+    "finite_number": "write a finite number",
     "string_type": "write a string (quote it if YAML reads it as a number)",
     "list_type": "write a YAML list",
     "dict_type": "write a YAML mapping",
@@ -87,6 +95,7 @@ _FIXES = {
     "less_than_equal": "lower the value",
     "less_than": "lower the value",
     "too_short": "add at least one entry",
+    "too_long": "use fewer entries",
     "ip_v4_network": "write an IPv4 CIDR such as 10.0.0.0/24 with no host bits set",
     "ip_v4_address": "write an IPv4 address",
 }
@@ -115,6 +124,8 @@ def _problems_from_validation(
         else:
             expected = err["msg"].removeprefix("Value error, ")
             found = repr(err.get("input"))[:80]
+            if etype == "spec_value":
+                fix = str(err.get("ctx", {}).get("fix", fix))
         out.append(Problem(doc.file, format_path(path), expected, found, fix, doc.line_of(path)))
     return out
 
@@ -210,11 +221,42 @@ def _build(doc: SourceDoc) -> Spec:
         from clusterforge.spec.checks import cross_checks
 
         unresolved = broken | {e for e in cluster.skus if isinstance(e, str) and e not in skus}
-        problems += cross_checks(cluster, skus, doc, unresolved)
+        size = _size_problems(cluster, skus, doc)
+        problems += size or cross_checks(cluster, skus, doc, unresolved)
     if problems:
         raise InputError(_dedupe(problems), f"invalid cluster spec {doc.file}")
     assert cluster is not None
     return Spec(cluster=cluster, skus=skus, file=doc.file, source=doc)
+
+
+def _size_problems(cluster: Cluster, skus: dict[str, Sku], doc: SourceDoc) -> list[Problem]:
+    """Node and endpoint totals within MAX_NODES and MAX_ENDPOINTS (checked before any name is generated)."""
+    nodes = sum(p.count for p in cluster.pools)
+    endpoints = sum(p.count * skus[p.sku].compute_nics.count for p in cluster.pools if p.sku in skus)
+    out = []
+    if nodes > MAX_NODES:
+        out.append(
+            Problem(
+                doc.file,
+                "pools",
+                f"at most {MAX_NODES} nodes in one spec (all pools together)",
+                f"{nodes} nodes",
+                "split the cluster into several specs or lower the pools' counts",
+                doc.line_of(("pools",)),
+            )
+        )
+    elif endpoints > MAX_ENDPOINTS:
+        out.append(
+            Problem(
+                doc.file,
+                "pools",
+                f"at most {MAX_ENDPOINTS} compute endpoints (nodes x rails) in one spec",
+                f"{endpoints} endpoints",
+                "split the cluster into several specs or lower the pools' counts",
+                doc.line_of(("pools",)),
+            )
+        )
+    return out
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
