@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from clusterforge.errors import InputError, Problem
 from clusterforge.spec.model import Cluster
 from clusterforge.spec.sku import Sku, catalog, sku_problems
+from clusterforge.spec.values import SkuName
 from clusterforge.spec.yamlsrc import PathKey, SourceDoc, format_path, load_yaml, load_yaml_text
 
 MAX_NODES = 32_768  # nodes per spec, all pools together (~2.6x the 100k-GPU benchmark)
@@ -101,14 +102,31 @@ _FIXES = {
 }
 
 
+def _data_loc(loc: tuple[Any, ...], data: Any, etype: str) -> PathKey:
+    """The YAML path of an error: the parts of pydantic's `loc` that exist in the input `data`. The others
+    are pydantic's names of union members and validators ("str", "Sku", "function-after[...]", "[key]"),
+    except a missing key, which is the last part of a `missing` error."""
+    out: list[str | int] = []
+    cur = data
+    for i, p in enumerate(loc):
+        if isinstance(cur, dict) and isinstance(p, str) and p in cur:
+            cur = cur[p]
+        elif isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur):
+            cur = cur[p]
+        elif etype == "missing" and i == len(loc) - 1 and isinstance(p, str) and isinstance(cur, dict):
+            cur = None
+        else:
+            continue
+        out.append(p)
+    return tuple(out)
+
+
 def _problems_from_validation(
-    exc: ValidationError, doc: SourceDoc, model: type[BaseModel], prefix: PathKey = ()
+    exc: ValidationError, doc: SourceDoc, model: type[BaseModel], prefix: PathKey = (), data: Any = None
 ) -> list[Problem]:
     out: list[Problem] = []
     for err in exc.errors():
-        loc: PathKey = tuple(p for p in err["loc"] if isinstance(p, str | int))
-        # pydantic adds union member names ("str", "function-after[...]") to locs: drop them
-        loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("str", "int", "float"))))
+        loc = _data_loc(err["loc"], data, err["type"])
         path = (*prefix, *loc)
         etype = err["type"]
         fix = _FIXES.get(etype, "correct the value")
@@ -149,15 +167,23 @@ def _inline_skus(data: dict[str, Any], doc: SourceDoc) -> tuple[dict[str, Any], 
     broken: set[str] = set()
     out: list[Any] = []
     for i, entry in enumerate(entries):
+        if isinstance(entry, str) and not _is_sku_name(entry):
+            try:  # reported here once, then set aside like a broken inline SKU
+                _SKU_NAME.validate_python(entry)
+            except ValidationError as exc:
+                problems += _problems_from_validation(exc, doc, Sku, ("skus", i), entry)
+            broken.add(_placeholder(i))
+            out.append(_placeholder(i))
+            continue
         if not isinstance(entry, dict):
             out.append(entry)
             continue
         try:
             sku = Sku.model_validate(entry)
         except ValidationError as exc:
-            problems += _problems_from_validation(exc, doc, Sku, ("skus", i))
+            problems += _problems_from_validation(exc, doc, Sku, ("skus", i), entry)
             name = entry.get("name")
-            name = name if isinstance(name, str) else f"<skus[{i}]>"
+            name = name if isinstance(name, str) and _is_sku_name(name) else _placeholder(i)
             broken.add(name)
             out.append(name)
             continue
@@ -173,13 +199,30 @@ def _inline_skus(data: dict[str, Any], doc: SourceDoc) -> tuple[dict[str, Any], 
     return {**data, "skus": out}, problems, broken
 
 
+_SKU_NAME: TypeAdapter[str] = TypeAdapter(SkuName)
+
+
+def _is_sku_name(name: str) -> bool:
+    try:
+        _SKU_NAME.validate_python(name)
+    except ValidationError:
+        return False
+    return True
+
+
+def _placeholder(i: int) -> str:
+    """A valid SKU name standing in for the invalid one at skus[i] (already reported), so that the
+    rest of the spec is still validated with the list's indexes unchanged."""
+    return f"invalid-sku-{i}"
+
+
 def _validate_cluster(data: dict[str, Any], doc: SourceDoc) -> tuple[Cluster | None, list[Problem]]:
     """Validate the whole spec. When only sections that have defaults (or unknown top-level keys) fail,
     validate again without them, so that the cross-field checks can still run on the rest."""
     try:
         return Cluster.model_validate(data), []
     except ValidationError as exc:
-        problems = _problems_from_validation(exc, doc, Cluster)
+        problems = _problems_from_validation(exc, doc, Cluster, (), data)
         errors = exc.errors()
         bad = {e["loc"][0] for e in errors if e["loc"]}
         fields = Cluster.model_fields
