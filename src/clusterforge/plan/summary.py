@@ -67,4 +67,6 @@ def print_summary(plan: Plan, out_dir: str, console: Console) -> None:
             f"{f['bisection_gbps'] / 1000:g}",
         )
     console.print(t)
-    console.print(f"wrote {safe(out_dir)}/ (hosts.yml, group_vars/, plan.json, cables.csv, bom.csv, topology.svg)")
+    console.print(
+        f"wrote {safe(out_dir)}/ (hosts.yml, group_vars/, plan.json, cables.csv, bom.csv, topology.svg)"
+    )

@@ -109,9 +109,8 @@ def _data_loc(loc: tuple[Any, ...], data: Any, etype: str) -> PathKey:
     out: list[str | int] = []
     cur = data
     for i, p in enumerate(loc):
-        if isinstance(cur, dict) and isinstance(p, str) and p in cur:
-            cur = cur[p]
-        elif isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur):
+        in_dict = isinstance(cur, dict) and isinstance(p, str) and p in cur
+        if in_dict or (isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur)):
             cur = cur[p]
         elif etype == "missing" and i == len(loc) - 1 and isinstance(p, str) and isinstance(cur, dict):
             cur = None

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import AfterValidator, Strict
+from pydantic import AfterValidator, Strict, StrictStr
 from pydantic_core import PydanticCustomError
 
 NAMING_WIDTH_MAX = 6  # {index:06d}: enough for 20,000 nodes a pool; a larger width is refused
@@ -46,7 +46,7 @@ def _matches(pattern: str) -> Callable[[str], bool]:
 
 _IFNAME = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 IfName = Annotated[
-    str,
+    StrictStr,
     _checked(
         lambda v: _IFNAME.fullmatch(v) is not None and v not in (".", ".."),
         "an interface name: 1 to 15 characters of A-Z a-z 0-9 _ . - (not '.' or '..')",
@@ -54,7 +54,7 @@ IfName = Annotated[
     ),
 ]
 HcaName = Annotated[
-    str,
+    StrictStr,
     _checked(
         _matches(r"[a-z][a-z0-9_]{0,63}"),
         "an RDMA device name: a lowercase letter, then up to 63 of a-z 0-9 _ (e.g. mlx5_0, rocep1s0f1)",
@@ -62,7 +62,7 @@ HcaName = Annotated[
     ),
 ]
 PciAddress = Annotated[
-    str,
+    StrictStr,
     _checked(
         _matches(r"[0-9a-f]{4}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]"),
         "a PCI address domain:bus:device.function in lowercase hex, e.g. 0000:18:00.0",
@@ -70,7 +70,7 @@ PciAddress = Annotated[
     ),
 ]
 Token = Annotated[
-    str,
+    StrictStr,
     _checked(
         _matches(r"[A-Za-z0-9][A-Za-z0-9_.+:~-]{0,63}"),
         "a word of at most 64 characters: A-Z a-z 0-9 and _ . + : ~ - (not first)",
@@ -78,7 +78,7 @@ Token = Annotated[
     ),
 ]
 TunedProfile = Annotated[
-    str,
+    StrictStr,
     _checked(
         _matches(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"),
         "one tuned profile name: A-Z a-z 0-9 _ . - (e.g. latency-performance)",
@@ -86,7 +86,7 @@ TunedProfile = Annotated[
     ),
 ]
 SkuName = Annotated[
-    str,
+    StrictStr,
     _checked(
         _matches(r"[a-z0-9][a-z0-9-]{0,63}"),
         "a SKU name: a-z 0-9 and '-' (not first), at most 64 characters",
@@ -94,7 +94,7 @@ SkuName = Annotated[
     ),
 ]
 Key = Annotated[
-    str,
+    StrictStr,
     _checked(
         _matches(r"[A-Za-z0-9_.-]{1,64}"),
         "a key of at most 64 characters: A-Z a-z 0-9 _ . -",
@@ -113,7 +113,7 @@ def _unprintable(c: str) -> bool:
 
 
 Text = Annotated[
-    str,
+    StrictStr,
     _checked(
         _is_text,
         f"text of at most {TEXT_MAX_CHARS} characters without control characters or braces {{ }}",
@@ -128,11 +128,7 @@ def is_hostname(v: str) -> bool:
     """RFC 1123 host name: dot-separated labels of A-Z a-z 0-9 '-', at most 253 characters, last label not
     all digits (so that an invalid IPv4 address is not read as a name)."""
     labels = v.split(".")
-    return (
-        0 < len(v) <= 253
-        and all(_LABEL.fullmatch(label) for label in labels)
-        and not labels[-1].isdigit()
-    )
+    return 0 < len(v) <= 253 and all(_LABEL.fullmatch(label) for label in labels) and not labels[-1].isdigit()
 
 
 def is_ip(v: str) -> bool:
@@ -179,7 +175,7 @@ def _ip(v: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 
 
 Host = Annotated[
-    str,
+    StrictStr,
     _checked(
         is_host,
         "a host name (RFC 1123) or an IP address, without a port",
@@ -187,7 +183,7 @@ Host = Annotated[
     ),
 ]
 HostPort = Annotated[
-    str,
+    StrictStr,
     _checked(
         is_host_port,
         "a host name or IPv4 address with an optional :port, or [IPv6]:port",
@@ -239,8 +235,8 @@ def _naming(literal: str, what: str, example: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-NodeNaming = Annotated[str, _naming("a-z0-9-", "a-z, 0-9 and '-'", "gpu-{index:04d}")]
-RackNaming = Annotated[str, _naming("A-Za-z0-9_-", "A-Z, a-z, 0-9, '_' and '-'", "r{index:02d}")]
+NodeNaming = Annotated[StrictStr, _naming("a-z0-9-", "a-z, 0-9 and '-'", "gpu-{index:04d}")]
+RackNaming = Annotated[StrictStr, _naming("A-Za-z0-9_-", "A-Z, a-z, 0-9, '_' and '-'", "r{index:02d}")]
 
 IPv4Addr = Annotated[ipaddress.IPv4Address, Strict(False)]
 IPv4Net = Annotated[ipaddress.IPv4Network, Strict(False)]

@@ -1,4 +1,4 @@
-"""YAML loading that remembers the line of every key, so errors can point at it — bounded, for untrusted specs.
+"""YAML loading that remembers the line of every key, so errors can point at it; bounded (untrusted specs).
 
 Composition uses libyaml (CSafeLoader) when PyYAML has it. Duplicate keys and non-scalar keys are not
 fatal: they are collected in `SourceDoc.problems` (the first value wins) so that the loader can report
@@ -91,20 +91,29 @@ class _Composer:
         key = id(node)
         if key in self._open:
             raise self._stop(
-                node, path, "an alias that does not contain itself", "a recursive alias",
+                node,
+                path,
+                "an alias that does not contain itself",
+                "a recursive alias",
                 "write the value out instead of referring to its own anchor",
             )
         if key in self._seen:
             self._aliased += 1
             if self._aliased > MAX_ALIAS_NODES:
                 raise self._stop(
-                    node, path, f"aliases that expand to at most {MAX_ALIAS_NODES} values in all",
-                    "more (an alias expansion bomb?)", "write the values out or use fewer aliases",
+                    node,
+                    path,
+                    f"aliases that expand to at most {MAX_ALIAS_NODES} values in all",
+                    "more (an alias expansion bomb?)",
+                    "write the values out or use fewer aliases",
                 )
         self._seen.add(key)
         if len(path) > MAX_DEPTH:
             raise self._stop(
-                node, path, f"at most {MAX_DEPTH} levels of nesting", "deeper nesting",
+                node,
+                path,
+                f"at most {MAX_DEPTH} levels of nesting",
+                "deeper nesting",
                 "flatten the document (a cluster spec nests about 8 levels)",
             )
         self.lines[path] = node.start_mark.line + 1
@@ -127,7 +136,10 @@ class _Composer:
             line = knode.start_mark.line + 1
             if isinstance(knode, yaml.ScalarNode) and knode.tag == _MERGE:
                 raise self._stop(
-                    knode, path, "plain keys", "a merge key (<<)",
+                    knode,
+                    path,
+                    "plain keys",
+                    "a merge key (<<)",
                     "write the keys out: merge keys are not supported in specs",
                 )
             key = self._scalar(knode, path) if isinstance(knode, yaml.ScalarNode) else None
@@ -162,8 +174,11 @@ class _Composer:
 
     def _bad_tag(self, node: yaml.Node, path: PathKey) -> _Stop:
         return self._stop(
-            node, path, "a plain YAML value (tags other than the core ones are not accepted)",
-            f"tag {_tag_name(node.tag)}", "remove the tag",
+            node,
+            path,
+            "a plain YAML value (tags other than the core ones are not accepted)",
+            f"tag {_tag_name(node.tag)}",
+            "remove the tag",
         )
 
     def _scalar(self, node: yaml.Node, path: PathKey) -> Any:
@@ -171,9 +186,12 @@ class _Composer:
             raise self._bad_tag(node, path)
         try:
             return self._scalars.construct_object(node, deep=True)
-        except Exception as exc:  # noqa: BLE001 - PyYAML's constructors raise ValueError, TypeError, ...
+        except Exception as exc:
             raise self._stop(
-                node, path, f"a valid {_tag_name(node.tag)} value", f"{str(node.value)[:80]!r} ({exc})",
+                node,
+                path,
+                f"a valid {_tag_name(node.tag)} value",
+                f"{str(node.value)[:80]!r} ({exc})",
                 "fix the value (quote it to make it a string)",
             ) from None
 
@@ -250,7 +268,7 @@ def _too_big(file: str, size: int | None = None) -> InputError:
 
 
 def load_yaml(path: Path | str) -> SourceDoc:
-    """Read a YAML spec file (see `read_spec_text`); syntax errors become an InputError naming file and line."""
+    """Read a YAML spec file (`read_spec_text`); syntax errors become an InputError naming file and line."""
     return load_yaml_text(read_spec_text(path), str(path))
 
 

@@ -100,7 +100,7 @@ def test_the_inline_sku_base_is_valid() -> None:
     assert "my-roce" in load_spec_text(_with_inline_sku(lambda s: None)).skus
 
 
-# --- values that would reach a shell, a file or a template on a node ------------------------------------------
+# --- values that would reach a shell, a file or a template on a node ------------------------------
 
 
 def _rail(**kv: Any) -> Callable[[dict[str, Any]], None]:
@@ -195,7 +195,7 @@ def test_good_bmc_addresses(address: str) -> None:
     load_spec_text(text)
 
 
-# --- a bounded loader ------------------------------------------------------------------------------------------
+# --- a bounded loader ------------------------------------------------------------
 
 
 def test_alias_bomb_fails_fast() -> None:
