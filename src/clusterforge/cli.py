@@ -82,12 +82,37 @@ def plan(
     from clusterforge.plan.summary import print_summary, summary
     from clusterforge.spec import load_spec
 
+    _check_out_dir(out)
     p = build_plan(load_spec(spec))
     dest = write_outputs(p, out, svg=svg)
     if as_json:
         typer.echo(json.dumps(summary(p), indent=2, sort_keys=True))
     else:
         print_summary(p, str(dest), console)
+
+
+def _check_out_dir(out: Path) -> None:
+    """`--out` must be a folder, or a path whose nearest existing part is one (checked before anything)."""
+    from clusterforge.errors import InputError, Problem
+
+    p = out
+    while not (p.exists() or p.is_symlink()):
+        if p.parent == p:
+            return
+        p = p.parent
+    if not p.is_dir():
+        raise InputError(
+            [
+                Problem(
+                    str(out),
+                    "--out",
+                    "a folder for the generated files (or a path where one can be made)",
+                    f"'{p}' is not a folder",
+                    "point --out at a folder",
+                )
+            ],
+            "bad --out",
+        )
 
 
 @app.command()
@@ -208,17 +233,22 @@ def main() -> None:
 
     Usage errors (unknown option, missing argument) exit 2 through Typer's standalone mode.
     """
+    from clusterforge.term import error_line, literal
+
     scrub_environ()  # signing-key variables stay in this process: no child (ansible, validators) gets them
     try:
         app()
-    except ClusterforgeError as exc:
-        err.print(f"[red]error[/]: {exc}", markup=True, highlight=False, soft_wrap=True)
+    except ClusterforgeError as exc:  # the message quotes user input: printed literally, controls escaped
+        err.print(error_line("error", exc), highlight=False, soft_wrap=True)
         sys.exit(int(exc.exit_code))
     except Exception as exc:  # unexpected: the tool itself failed
         if os.environ.get("CLUSTERFORGE_DEBUG"):
             raise
         err.print(
-            f"clusterforge failed: {type(exc).__name__}: {exc} (set CLUSTERFORGE_DEBUG=1 for a traceback)",
+            literal(
+                f"clusterforge failed: {type(exc).__name__}: {exc} (set CLUSTERFORGE_DEBUG=1 for a traceback)"
+            ),
+            highlight=False,
             soft_wrap=True,
         )
         sys.exit(int(ExitCode.TOOL_FAILED))

@@ -12,6 +12,7 @@ from clusterforge.drift.model import DriftReport
 from clusterforge.drift.run import drift
 from clusterforge.errors import ExitCode
 from clusterforge.run.pipeline import load_plan
+from clusterforge.term import safe, terminal_text
 
 
 def render(report: DriftReport, fmt: str, allow_unreachable: bool) -> str:
@@ -41,7 +42,7 @@ def drift_flow(
     plan, inv = load_plan(spec)
     report = drift(plan.doc, inv, limit, shard=shard, extra_vars=extra_vars)
     text = render(report, fmt, allow_unreachable)
-    console.out(text, end="", highlight=False)
+    console.out(terminal_text(text), end="", highlight=False)
     if output:
         output.write_text(text)
     if fix and report.drifted(allow_unreachable):
@@ -50,7 +51,7 @@ def drift_flow(
             from clusterforge.run.pipeline import pool_manager, print_report
             from clusterforge.run.provision import Options, provision
 
-            console.print(f"[bold]»[/] fixing {', '.join(nodes)}")
+            console.print(f"[bold]»[/] fixing {safe(', '.join(nodes))}")
             rep = provision(plan.doc, inv, Options(limit=",".join(nodes)), pool_manager(plan.doc), console)
             rep.write()
             print_report(rep, console)
@@ -59,7 +60,7 @@ def drift_flow(
             certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
             report = drift(plan.doc, inv, limit, shard=shard)
             text = render(report, fmt, allow_unreachable)
-            console.out(text, end="", highlight=False)
+            console.out(terminal_text(text), end="", highlight=False)
             if output:
                 output.write_text(text)
     if report.errors and not report.drifted(allow_unreachable):

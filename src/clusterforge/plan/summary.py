@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from clusterforge.plan.build import Plan
+from clusterforge.term import safe
 
 
 def summary(plan: Plan) -> dict[str, Any]:
@@ -49,13 +50,13 @@ def summary(plan: Plan) -> dict[str, Any]:
 def print_summary(plan: Plan, out_dir: str, console: Console) -> None:
     s = summary(plan)
     console.print(
-        f"[bold]{s['cluster']}[/]: {s['nodes']} nodes, {s['gpus']} GPUs, plan {s['plan_hash'][:12]}"
+        f"[bold]{safe(s['cluster'])}[/]: {s['nodes']} nodes, {s['gpus']} GPUs, plan {s['plan_hash'][:12]}"
     )
     t = Table("fabric", "type", "nodes", "SUs", "tiers", "leaf", "spine", "core", "cables", "bisection Tb/s")
     for f in s["fabrics"]:
         t.add_row(
-            f["name"],
-            f["type"],
+            safe(f["name"]),
+            safe(f["type"]),
             str(f["nodes"]),
             str(f["scalable_units"]),
             str(f["tiers"]),
@@ -66,4 +67,6 @@ def print_summary(plan: Plan, out_dir: str, console: Console) -> None:
             f"{f['bisection_gbps'] / 1000:g}",
         )
     console.print(t)
-    console.print(f"wrote {out_dir}/ (hosts.yml, group_vars/, plan.json, cables.csv, bom.csv, topology.svg)")
+    console.print(
+        f"wrote {safe(out_dir)}/ (hosts.yml, group_vars/, plan.json, cables.csv, bom.csv, topology.svg)"
+    )

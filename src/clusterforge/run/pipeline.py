@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from clusterforge.errors import ExitCode
+from clusterforge.term import safe
 
 GENERATED = Path("inventory/generated")
 
@@ -49,26 +50,26 @@ def print_report(report: Any, console: Console) -> None:
         "rebooted",
         "duration s",
         "failing task / message",
-        title=f"provision {report.run_id} ({'check' if report.check else 'apply'})",
+        title=f"provision {safe(report.run_id)} ({'check' if report.check else 'apply'})",
     )
     for h in sorted(report.hosts.values(), key=lambda x: x.host):
         style = {"failed": "red", "unreachable": "red", "changed": "yellow"}.get(h.status, "")
         t.add_row(
-            h.host,
-            f"[{style}]{h.status}[/]" if style else h.status,
+            safe(h.host),
+            f"[{style}]{safe(h.status)}[/]" if style else safe(h.status),
             str(h.changed),
-            ", ".join(h.pending_reboot) or "-",
+            safe(", ".join(h.pending_reboot) or "-"),
             "yes" if h.rebooted else "-",
             f"{h.duration:.1f}",
-            f"{h.failed_task}: {h.message}" if h.failed_task else "",
+            safe(f"{h.failed_task}: {h.message}") if h.failed_task else "",
         )
     console.print(t)
     if report.aborted:
-        console.print(f"[red]aborted[/]: {report.aborted}")
+        console.print(f"[red]aborted[/]: {safe(report.aborted)}")
     if report.tool_error:
-        console.print(f"[red]the tool failed[/]: {report.tool_error}")
+        console.print(f"[red]the tool failed[/]: {safe(report.tool_error)}")
     elif not report.ok and report.logs:
-        console.print(f"Ansible output and events: {report.logs}")
+        console.print(f"Ansible output and events: {safe(report.logs)}")
 
 
 def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | None = None) -> int:
@@ -103,7 +104,7 @@ def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | No
     report = provision(plan.doc, inv, opts, None if opts.check else pool_manager(plan.doc), console)
     path = report.write()
     print_report(report, console)
-    console.print(f"run record: {path}")
+    console.print(f"run record: {safe(path)}")
     if report.tool_error:
         return int(ExitCode.TOOL_FAILED)
     return int(ExitCode.OK if report.ok else ExitCode.NOT_AS_DECLARED)

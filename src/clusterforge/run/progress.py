@@ -9,7 +9,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from clusterforge.errors import printable
 from clusterforge.run.ansible import TaskResult
+from clusterforge.term import safe
 
 
 class Progress:
@@ -39,7 +41,7 @@ class Progress:
     def phase(self, label: str) -> None:
         self.label = label
         if not self._live:
-            self.console.print(f"[bold]»[/] {label}")
+            self.console.print(f"[bold]»[/] {safe(label)}")
         self._refresh()
 
     def event(self, ev: dict[str, Any]) -> None:
@@ -64,23 +66,25 @@ class Progress:
     def diffs(self, tasks: list[TaskResult]) -> None:
         for t in tasks:
             if t.status == "changed":
-                self.console.print(f"[yellow]~[/] {t.host}: {t.role + ': ' if t.role else ''}{t.task}")
+                role = f"{t.role}: " if t.role else ""
+                self.console.print(f"[yellow]~[/] {safe(f'{t.host}: {role}{t.task}')}")
                 for d in t.diff:
                     before, after = d.get("before", ""), d.get("after", "")
                     hdr = d.get("before_header") or d.get("after_header") or ""
                     if before or after:
                         self.console.print(
-                            f"    {hdr}\n    - {str(before).strip()[:300]}\n    + {str(after).strip()[:300]}",
+                            f"    {printable(hdr)}\n    - {printable(str(before).strip()[:300])}"
+                            f"\n    + {printable(str(after).strip()[:300])}",
                             highlight=False,
                             markup=False,
                         )
 
     def _table(self) -> Table:
-        t = Table(title=f"{self.label} — {self.task}", expand=False)
+        t = Table(title=f"{safe(self.label)} — {safe(self.task)}", expand=False)
         for col in ("host", "ok", "changed", "failed", "unreachable"):
             t.add_column(col)
         for h, c in self.counts.items():
-            t.add_row(h, str(c["ok"]), str(c["changed"]), str(c["failed"]), str(c["unreachable"]))
+            t.add_row(safe(h), str(c["ok"]), str(c["changed"]), str(c["failed"]), str(c["unreachable"]))
         return t
 
     def _refresh(self) -> None:

@@ -26,7 +26,8 @@ _SUFFIX = re.compile(r"^[#_][0-9A-Fa-f]{2,8}$")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict like the spec (docs/security.md): the maps are shipped data, but their values are written to BMCs
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class AcsPolicy(_Strict):

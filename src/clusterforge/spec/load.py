@@ -4,6 +4,10 @@ Every problem is collected into one `InputError` (exit code 2); nothing is writt
 feed one report: duplicate YAML keys, schema errors, unknown or inconsistent SKUs and, whenever the schema
 allows building the cluster (sections with defaults that fail validation are replaced by their defaults for
 this purpose), the cross-field checks.
+
+Sizes are bounded before anything is generated (docs/security.md): the YAML loader limits the file, its
+nesting and its aliases; the schema limits lists and numbers; and a spec whose pools add up to more than
+`MAX_NODES` nodes or `MAX_ENDPOINTS` compute endpoints (nodes x rails) is refused before a name is made.
 """
 
 from __future__ import annotations
@@ -13,12 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from clusterforge.errors import InputError, Problem
 from clusterforge.spec.model import Cluster
 from clusterforge.spec.sku import Sku, catalog, sku_problems
+from clusterforge.spec.values import SkuName
 from clusterforge.spec.yamlsrc import PathKey, SourceDoc, format_path, load_yaml, load_yaml_text
+
+MAX_NODES = 32_768  # nodes per spec, all pools together (~2.6x the 100k-GPU benchmark)
+MAX_ENDPOINTS = 262_144  # compute endpoints per spec: nodes x rails, all pools together
 
 
 @dataclass(frozen=True)
@@ -69,12 +77,13 @@ _FIXES = {
     "extra_forbidden": "remove the key or correct its spelling",
     "literal_error": "use one of the allowed values",
     "int_parsing": "write a whole number",
-    "int_type": "write a whole number",
+    "int_type": "write a whole number (not quoted, not true/false)",
     "int_from_float": "write a whole number",
     "float_parsing": "write a number",
     "float_type": "write a number",
     "bool_parsing": "write true or false",
-    "bool_type": "write true or false",
+    "bool_type": "write true or false (not quoted)",
+    "finite_number": "write a finite number",
     "string_type": "write a string (quote it if YAML reads it as a number)",
     "list_type": "write a YAML list",
     "dict_type": "write a YAML mapping",
@@ -87,19 +96,36 @@ _FIXES = {
     "less_than_equal": "lower the value",
     "less_than": "lower the value",
     "too_short": "add at least one entry",
+    "too_long": "use fewer entries",
     "ip_v4_network": "write an IPv4 CIDR such as 10.0.0.0/24 with no host bits set",
     "ip_v4_address": "write an IPv4 address",
 }
 
 
+def _data_loc(loc: tuple[Any, ...], data: Any, etype: str) -> PathKey:
+    """The YAML path of an error: the parts of pydantic's `loc` that exist in the input `data`. The others
+    are pydantic's names of union members and validators ("str", "Sku", "function-after[...]", "[key]"),
+    except a missing key, which is the last part of a `missing` error."""
+    out: list[str | int] = []
+    cur = data
+    for i, p in enumerate(loc):
+        in_dict = isinstance(cur, dict) and isinstance(p, str) and p in cur
+        if in_dict or (isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur)):
+            cur = cur[p]
+        elif etype == "missing" and i == len(loc) - 1 and isinstance(p, str) and isinstance(cur, dict):
+            cur = None
+        else:
+            continue
+        out.append(p)
+    return tuple(out)
+
+
 def _problems_from_validation(
-    exc: ValidationError, doc: SourceDoc, model: type[BaseModel], prefix: PathKey = ()
+    exc: ValidationError, doc: SourceDoc, model: type[BaseModel], prefix: PathKey = (), data: Any = None
 ) -> list[Problem]:
     out: list[Problem] = []
     for err in exc.errors():
-        loc: PathKey = tuple(p for p in err["loc"] if isinstance(p, str | int))
-        # pydantic adds union member names ("str", "function-after[...]") to locs: drop them
-        loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("str", "int", "float"))))
+        loc = _data_loc(err["loc"], data, err["type"])
         path = (*prefix, *loc)
         etype = err["type"]
         fix = _FIXES.get(etype, "correct the value")
@@ -115,6 +141,8 @@ def _problems_from_validation(
         else:
             expected = err["msg"].removeprefix("Value error, ")
             found = repr(err.get("input"))[:80]
+            if etype == "spec_value":
+                fix = str(err.get("ctx", {}).get("fix", fix))
         out.append(Problem(doc.file, format_path(path), expected, found, fix, doc.line_of(path)))
     return out
 
@@ -138,15 +166,23 @@ def _inline_skus(data: dict[str, Any], doc: SourceDoc) -> tuple[dict[str, Any], 
     broken: set[str] = set()
     out: list[Any] = []
     for i, entry in enumerate(entries):
+        if isinstance(entry, str) and not _is_sku_name(entry):
+            try:  # reported here once, then set aside like a broken inline SKU
+                _SKU_NAME.validate_python(entry)
+            except ValidationError as exc:
+                problems += _problems_from_validation(exc, doc, Sku, ("skus", i), entry)
+            broken.add(_placeholder(i))
+            out.append(_placeholder(i))
+            continue
         if not isinstance(entry, dict):
             out.append(entry)
             continue
         try:
             sku = Sku.model_validate(entry)
         except ValidationError as exc:
-            problems += _problems_from_validation(exc, doc, Sku, ("skus", i))
+            problems += _problems_from_validation(exc, doc, Sku, ("skus", i), entry)
             name = entry.get("name")
-            name = name if isinstance(name, str) else f"<skus[{i}]>"
+            name = name if isinstance(name, str) and _is_sku_name(name) else _placeholder(i)
             broken.add(name)
             out.append(name)
             continue
@@ -162,13 +198,30 @@ def _inline_skus(data: dict[str, Any], doc: SourceDoc) -> tuple[dict[str, Any], 
     return {**data, "skus": out}, problems, broken
 
 
+_SKU_NAME: TypeAdapter[str] = TypeAdapter(SkuName)
+
+
+def _is_sku_name(name: str) -> bool:
+    try:
+        _SKU_NAME.validate_python(name)
+    except ValidationError:
+        return False
+    return True
+
+
+def _placeholder(i: int) -> str:
+    """A valid SKU name standing in for the invalid one at skus[i] (already reported), so that the
+    rest of the spec is still validated with the list's indexes unchanged."""
+    return f"invalid-sku-{i}"
+
+
 def _validate_cluster(data: dict[str, Any], doc: SourceDoc) -> tuple[Cluster | None, list[Problem]]:
     """Validate the whole spec. When only sections that have defaults (or unknown top-level keys) fail,
     validate again without them, so that the cross-field checks can still run on the rest."""
     try:
         return Cluster.model_validate(data), []
     except ValidationError as exc:
-        problems = _problems_from_validation(exc, doc, Cluster)
+        problems = _problems_from_validation(exc, doc, Cluster, (), data)
         errors = exc.errors()
         bad = {e["loc"][0] for e in errors if e["loc"]}
         fields = Cluster.model_fields
@@ -210,11 +263,42 @@ def _build(doc: SourceDoc) -> Spec:
         from clusterforge.spec.checks import cross_checks
 
         unresolved = broken | {e for e in cluster.skus if isinstance(e, str) and e not in skus}
-        problems += cross_checks(cluster, skus, doc, unresolved)
+        size = _size_problems(cluster, skus, doc)
+        problems += size or cross_checks(cluster, skus, doc, unresolved)
     if problems:
         raise InputError(_dedupe(problems), f"invalid cluster spec {doc.file}")
     assert cluster is not None
     return Spec(cluster=cluster, skus=skus, file=doc.file, source=doc)
+
+
+def _size_problems(cluster: Cluster, skus: dict[str, Sku], doc: SourceDoc) -> list[Problem]:
+    """Node and endpoint totals within MAX_NODES and MAX_ENDPOINTS (checked before any name is generated)."""
+    nodes = sum(p.count for p in cluster.pools)
+    endpoints = sum(p.count * skus[p.sku].compute_nics.count for p in cluster.pools if p.sku in skus)
+    out = []
+    if nodes > MAX_NODES:
+        out.append(
+            Problem(
+                doc.file,
+                "pools",
+                f"at most {MAX_NODES} nodes in one spec (all pools together)",
+                f"{nodes} nodes",
+                "split the cluster into several specs or lower the pools' counts",
+                doc.line_of(("pools",)),
+            )
+        )
+    elif endpoints > MAX_ENDPOINTS:
+        out.append(
+            Problem(
+                doc.file,
+                "pools",
+                f"at most {MAX_ENDPOINTS} compute endpoints (nodes x rails) in one spec",
+                f"{endpoints} endpoints",
+                "split the cluster into several specs or lower the pools' counts",
+                doc.line_of(("pools",)),
+            )
+        )
+    return out
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -5,17 +5,35 @@ Unknown keys are rejected everywhere (typos are caught); cross-field rules live 
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from clusterforge.spec.sku import Sku
+from clusterforge.spec.values import (
+    Host,
+    HostPort,
+    IfName,
+    IPv4Addr,
+    IPv4Net,
+    Key,
+    NodeNaming,
+    RackNaming,
+    SkuName,
+    Text,
+    Token,
+    TunedProfile,
+)
+
+MAX_POOLS = 1024
+MAX_FABRICS = 64
+MAX_RAILS = 64  # as ComputeNics.rails
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a count is an integer, not true or "2"; a number is finite (docs/security.md)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 Name = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")]
@@ -24,11 +42,11 @@ MAC = Annotated[str, Field(pattern=r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")]
 
 class Metadata(_Strict):
     name: Name
-    description: str = ""
+    description: Text = ""
 
 
 class Bmc(_Strict):
-    address: str
+    address: HostPort
     vendor: Literal["dell", "hpe", "supermicro", "generic"] = "generic"
 
 
@@ -37,46 +55,35 @@ class NodeEntry(_Strict):
 
     name: Name
     bmc: Bmc | None = None
-    macs: dict[str, MAC] = Field(default_factory=dict)
-    management_ip: ipaddress.IPv4Address | None = None
+    macs: dict[IfName, MAC] = Field(default_factory=dict)
+    management_ip: IPv4Addr | None = None
 
 
 class Pool(_Strict):
     name: Name
-    sku: str
+    sku: SkuName
     count: int = Field(ge=1, le=20000)
-    naming: str = Field(description="python format pattern with {index} (1-based), e.g. 'gpu-{index:04d}'")
+    naming: NodeNaming = Field(description="format pattern with {index} (1-based), e.g. 'gpu-{index:04d}'")
     fabric: Name
-    nodes: list[NodeEntry] = Field(default_factory=list)
-
-    @field_validator("naming")
-    @classmethod
-    def _pattern(cls, v: str) -> str:
-        if "{index" not in v:
-            raise ValueError("naming must contain {index} (e.g. 'gpu-{index:03d}')")
-        try:
-            v.format(index=1)
-        except (KeyError, ValueError, IndexError) as exc:
-            raise ValueError(f"naming is not a valid pattern: {exc}") from None
-        return v
+    nodes: list[NodeEntry] = Field(default_factory=list, max_length=20000)
 
 
 class Racks(_Strict):
-    count: int = Field(ge=1)
-    nodes_per_rack: int = Field(ge=1)
-    power_kw: float = Field(gt=0, description="power budget per rack in kW")
-    naming: str = "r{index:02d}"
+    count: int = Field(ge=1, le=1_000_000)
+    nodes_per_rack: int = Field(ge=1, le=1024)
+    power_kw: float = Field(gt=0, le=10_000, description="power budget per rack in kW")
+    naming: RackNaming = "r{index:02d}"
 
 
 class Site(_Strict):
-    name: str = "site"
+    name: Token = "site"
     racks: Racks
 
 
 class Switch(_Strict):
-    model: str
+    model: Text
     radix: int = Field(ge=4, le=1024)
-    port_speed_gbps: int = Field(gt=0)
+    port_speed_gbps: int = Field(gt=0, le=100_000)
 
     @field_validator("radix")
     @classmethod
@@ -86,7 +93,7 @@ class Switch(_Strict):
         return v
 
 
-_RATIO = re.compile(r"^(\d+):(\d+)$")
+_RATIO = re.compile(r"([0-9]{1,4}):([0-9]{1,4})")
 
 
 class ComputeFabric(_Strict):
@@ -95,13 +102,13 @@ class ComputeFabric(_Strict):
     topology: Literal["rail-optimized-fat-tree"] = "rail-optimized-fat-tree"
     switch: Switch
     oversubscription: str = "1:1"
-    su_size: int = Field(default=32, ge=1)
+    su_size: int = Field(default=32, ge=1, le=1024)
     max_tiers: int | None = Field(default=None, ge=1, le=3, description="fail if the fabric needs more tiers")
 
     @field_validator("oversubscription")
     @classmethod
     def _ratio(cls, v: str) -> str:
-        m = _RATIO.match(v)
+        m = _RATIO.fullmatch(v)
         if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1 or int(m.group(1)) < int(m.group(2)):
             raise ValueError("oversubscription must be 'down:up' with down >= up >= 1, e.g. '1:1' or '2:1'")
         return v
@@ -114,54 +121,54 @@ class ComputeFabric(_Strict):
 
 class EthNetwork(_Strict):
     type: Literal["ethernet"] = "ethernet"
-    speed_gbps: int = Field(gt=0)
-    nics_per_node: int = Field(default=1, ge=0)
+    speed_gbps: int = Field(gt=0, le=100_000)
+    nics_per_node: int = Field(default=1, ge=0, le=64)
     mtu: int = Field(default=1500, ge=1280, le=9216)
     vlan: int | None = Field(default=None, ge=1, le=4094)
 
 
 class Fabrics(_Strict):
-    compute: list[ComputeFabric] = Field(min_length=1)
+    compute: list[ComputeFabric] = Field(min_length=1, max_length=MAX_FABRICS)
     storage: EthNetwork | None = None
     management: EthNetwork
 
 
 class Addressing(_Strict):
-    management: ipaddress.IPv4Network
-    storage: ipaddress.IPv4Network | None = None
-    compute: dict[str, list[ipaddress.IPv4Network]] = Field(
-        description="per compute fabric, one CIDR per rail (index = rail)"
+    management: IPv4Net
+    storage: IPv4Net | None = None
+    compute: dict[Key, Annotated[list[IPv4Net], Field(max_length=MAX_RAILS)]] = Field(
+        description="per compute fabric, one CIDR per rail (index = rail)", max_length=MAX_FABRICS
     )
     reserved: int = Field(
-        default=10, ge=1, description="addresses kept at the start of every subnet for infra"
+        default=10, ge=1, le=1 << 24, description="addresses kept at the start of every subnet for infra"
     )
-    gateway: ipaddress.IPv4Address | None = None
+    gateway: IPv4Addr | None = None
 
 
 class Driver(_Strict):
-    branch: str = Field(pattern=r"^\d{3}$")
-    version: str = Field(pattern=r"^\d{3}\.\d+(\.\d+)?$")  # must lie in `branch` (checks.py)
+    branch: str = Field(pattern=r"^[0-9]{3}$")
+    version: str = Field(pattern=r"^[0-9]{3}\.[0-9]{1,6}(\.[0-9]{1,6})?$")  # must lie in `branch` (checks.py)
 
 
 class Rdma(_Strict):
     stack: Literal["rdma-core", "doca-ofed"] = "rdma-core"
-    version: str
+    version: Token
 
 
 class Software(_Strict):
     nvidia_driver: Driver
-    cuda: str = Field(pattern=r"^\d+\.\d+$")
-    nccl: str = Field(pattern=r"^\d+\.\d+\.\d+$")
-    dcgm: str = Field(pattern=r"^\d+\.\d+\.\d+$")
+    cuda: str = Field(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}$")
+    nccl: str = Field(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}$")
+    dcgm: str = Field(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}$")
     rdma: Rdma
-    nic_firmware: str | None = None
-    vbios: str | None = None
-    bios: str | None = None
+    nic_firmware: Token | None = None
+    vbios: Token | None = None
+    bios: Token | None = None
 
 
 class Hugepages(_Strict):
     size: Literal["2M", "1G"] = "1G"
-    count: int = Field(default=0, ge=0)
+    count: int = Field(default=0, ge=0, le=1 << 24)
     per_numa: bool = False
 
 
@@ -187,9 +194,9 @@ class Tuning(_Strict):
     thp: Literal["always", "madvise", "never"] = "madvise"
     numa_balancing: bool = False
     iommu: Literal["pt", "off", "on"] = "pt"
-    tuned_profile: str | None = "latency-performance"
+    tuned_profile: TunedProfile | None = "latency-performance"
     irqbalance: bool = True
-    time_servers: list[str] = Field(default_factory=lambda: ["pool.ntp.org"])
+    time_servers: list[Host] = Field(default_factory=lambda: ["pool.ntp.org"], max_length=16)
     acs_disable: bool = True
     ecc: bool = True
     mig: bool = False
@@ -206,7 +213,7 @@ class Rollout(_Strict):
         if isinstance(v, int):
             if v < 1:
                 raise ValueError("serial must be >= 1")
-        elif not re.match(r"^([1-9]\d?|100)%$", v):
+        elif not re.fullmatch(r"([1-9][0-9]?|100)%", v):
             raise ValueError("serial must be a count or a percentage such as '25%'")
         return v
 
@@ -216,13 +223,13 @@ Tier = Literal["quick", "full", "burnin"]
 
 class Certification(_Strict):
     join_tiers: list[Tier] = Field(default_factory=lambda: list[Tier](["quick"]))
-    thresholds: dict[str, dict[str, float]] = Field(
+    thresholds: dict[SkuName, dict[Key, float]] = Field(
         default_factory=dict, description="per SKU name: threshold name -> value overriding the catalog"
     )
-    validity_hours: int = Field(default=720, ge=1)
+    validity_hours: int = Field(default=720, ge=1, le=87_600)
     perf_attempts: int = Field(default=3, ge=1, le=10)
-    check_timeout_s: int = Field(default=60, ge=1)
-    flap_window_hours: int = Field(default=24, ge=1)
+    check_timeout_s: int = Field(default=60, ge=1, le=86_400)
+    flap_window_hours: int = Field(default=24, ge=1, le=87_600)
     dcgm_level: int = Field(default=2, ge=1, le=4)
 
 
@@ -234,8 +241,8 @@ class Cluster(_Strict):
     metadata: Metadata
     target: Literal["lab", "baremetal"]
     pool_manager: Literal["file", "slurm", "kubernetes"] = "file"
-    skus: list[str | Sku] = Field(min_length=1)
-    pools: list[Pool] = Field(min_length=1)
+    skus: list[SkuName | Sku] = Field(min_length=1, max_length=256)
+    pools: list[Pool] = Field(min_length=1, max_length=MAX_POOLS)
     site: Site
     fabrics: Fabrics
     addressing: Addressing

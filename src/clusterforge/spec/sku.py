@@ -11,27 +11,29 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clusterforge.spec.values import HcaName, IfName, Key, PciAddress, SkuName, Text, Token
 from clusterforge.spec.yamlsrc import load_yaml_text
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a count is an integer, not true or "2"; a number is finite (docs/security.md)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Sourced(_Strict):
     """A figure with its unit and where it comes from."""
 
     value: float
-    unit: str
-    source: str
+    unit: Text
+    source: Text
     marker: Literal["verified", "secondary", "derived"] = "secondary"
 
 
 class NvLink(_Strict):
-    links_per_gpu: int = Field(ge=0)
-    generation: int = Field(ge=0)
-    topo_link: str  # expected `nvidia-smi topo -m` GPU<->GPU entry, e.g. NV18
-    link_speed_gbs: float = Field(gt=0)  # per link, as `nvidia-smi nvlink -s` prints it
+    links_per_gpu: int = Field(ge=0, le=64)
+    generation: int = Field(ge=0, le=16)
+    topo_link: Token  # expected `nvidia-smi topo -m` GPU<->GPU entry, e.g. NV18
+    link_speed_gbs: float = Field(gt=0, le=10_000)  # per link, as `nvidia-smi nvlink -s` prints it
 
 
 class Pcie(_Strict):
@@ -40,44 +42,44 @@ class Pcie(_Strict):
 
 
 class Gpu(_Strict):
-    model: str  # product name as nvidia-smi prints it
+    model: Text  # product name as nvidia-smi prints it
     count: int = Field(ge=1, le=16)
-    memory_mib: int = Field(gt=0)
+    memory_mib: int = Field(gt=0, le=1 << 24)
     architecture: Literal["ampere", "hopper", "blackwell"]
     nvswitch: bool
     nvlink: NvLink
     pcie: Pcie
-    power_limit_w: int = Field(gt=0)
-    hbm_bandwidth_gbs: float = Field(gt=0)
-    dcgm_sku_name: str | None = None
+    power_limit_w: int = Field(gt=0, le=100_000)
+    hbm_bandwidth_gbs: float = Field(gt=0, le=1_000_000)
+    dcgm_sku_name: Text | None = None
 
 
 class Cpu(_Strict):
     vendor: Literal["intel", "amd", "arm"]
-    model: str
-    sockets: int = Field(ge=1)
-    cores_per_socket: int = Field(ge=1)
-    numa_nodes: int = Field(ge=1)
+    model: Text
+    sockets: int = Field(ge=1, le=64)
+    cores_per_socket: int = Field(ge=1, le=4096)
+    numa_nodes: int = Field(ge=1, le=1024)
 
 
 class RailNic(_Strict):
     """One compute NIC: its rail, RDMA device, netdev, paired GPU and NUMA node."""
 
-    rail: int = Field(ge=0)
-    hca: str
-    netdev: str = Field(max_length=15)
-    gpu: int = Field(ge=0)
-    numa: int = Field(ge=0)
-    pci: str  # bus id, e.g. 0000:18:00.0
-    gpu_link: str = "PIX"  # expected `nvidia-smi topo -m` GPU<->NIC entry
+    rail: int = Field(ge=0, le=63)
+    hca: HcaName
+    netdev: IfName
+    gpu: int = Field(ge=0, le=63)
+    numa: int = Field(ge=0, le=1023)
+    pci: PciAddress  # bus id, e.g. 0000:18:00.0
+    gpu_link: Token = "PIX"  # expected `nvidia-smi topo -m` GPU<->NIC entry
 
 
 class ComputeNics(_Strict):
-    model: str
-    part_id: str  # e.g. MT4129 (ConnectX-7)
-    speed_gbps: int = Field(gt=0)
+    model: Text
+    part_id: Token  # e.g. MT4129 (ConnectX-7)
+    speed_gbps: int = Field(gt=0, le=100_000)
     link_layer: Literal["InfiniBand", "Ethernet"]
-    firmware_prefix: str  # e.g. "28." for ConnectX-7
+    firmware_prefix: Token  # e.g. "28." for ConnectX-7
     rails: list[RailNic] = Field(min_length=1, max_length=64)
 
     @property
@@ -86,9 +88,9 @@ class ComputeNics(_Strict):
 
 
 class EthNics(_Strict):
-    count: int = Field(ge=0)
-    speed_gbps: int = Field(gt=0)
-    netdev: str = Field(max_length=15)
+    count: int = Field(ge=0, le=64)
+    speed_gbps: int = Field(gt=0, le=100_000)
+    netdev: IfName
 
 
 class Thresholds(_Strict):
@@ -103,22 +105,22 @@ class Thresholds(_Strict):
     ecc_sram_correctable_max: Sourced
     ecc_dram_correctable_max: Sourced
     retired_pages_max: Sourced
-    ib_error_counters_max: dict[str, int]  # sysfs counter name -> max
-    ib_error_counters_source: str
+    ib_error_counters_max: dict[Key, int]  # sysfs counter name -> max
+    ib_error_counters_source: Text
 
 
 class Sku(_Strict):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
-    description: str
-    node_power_kw: float = Field(gt=0)
-    node_power_source: str
+    name: SkuName
+    description: Text
+    node_power_kw: float = Field(gt=0, le=1000)
+    node_power_source: Text
     gpu: Gpu
     cpu: Cpu
     compute_nics: ComputeNics
     storage_nics: EthNics
     management_nic: EthNics
     thresholds: Thresholds
-    sources: dict[str, str] = Field(default_factory=dict)
+    sources: dict[Key, Text] = Field(default_factory=dict)
 
 
 SkuProblem = tuple[tuple[str | int, ...], str, str, str]  # (path inside the SKU, expected, found, fix)

@@ -40,7 +40,7 @@ def test_wrong_type() -> None:
     assert (p.path, p.line) == ("pools[0].count", line_of(text, "count: two"))
     assert "integer" in p.expected
     assert p.found == "'two'"
-    assert p.fix == "write a whole number"
+    assert p.fix.startswith("write a whole number")
 
 
 def test_bad_enum() -> None:
@@ -165,10 +165,18 @@ def test_duplicate_node_names_across_pools() -> None:
     assert "distinct naming pattern" in p.fix
 
 
-def test_naming_that_is_not_a_hostname() -> None:
+def test_naming_with_characters_a_hostname_cannot_have() -> None:
     text = edit(LAB, 'naming: "ib-{index:02d}"', 'naming: "IB_{index:02d}"')
     p = only(text)
-    assert (p.path, p.found) == ("pools[1].naming", "'IB_01'")
+    assert (p.path, p.found) == ("pools[1].naming", "'IB_{index:02d}'")
+    assert "a-z, 0-9 and '-'" in p.expected and "{index}" in p.expected
+
+
+def test_naming_that_is_not_a_hostname() -> None:
+    # every character is allowed, but a hostname cannot start with '-'
+    text = edit(LAB, 'naming: "ib-{index:02d}"', 'naming: "-ib{index:02d}"')
+    p = only(text)
+    assert (p.path, p.found) == ("pools[1].naming", "'-ib01'")
     assert "valid hostnames" in p.expected
 
 
