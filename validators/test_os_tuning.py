@@ -24,7 +24,7 @@ pytestmark = pytest.mark.quick
 CPU = "/sys/devices/system/cpu"
 HUGE_KB = {"1G": 1048576, "2M": 2048}
 VENDOR = "grep -m1 '^vendor_id' /proc/cpuinfo"
-GOVERNORS = f"{CPU}/cpu[0-9]*/cpufreq/scaling_governor"
+GOVERNORS = "cpu[0-9]*/cpufreq/scaling_governor"  # under CPU
 LIMITS = (
     'for f in /etc/security/limits.conf /etc/security/limits.d/*.conf; do [ -f "$f" ] && '
     '{ echo "==> $f <=="; cat "$f"; }; done; true'
@@ -46,7 +46,7 @@ def commands(node: NodeExpect) -> list[str]:
         VENDOR,
         IDLE_LISTING,
         read_cmd(f"{CPU}/online"),
-        read_many_cmd(GOVERNORS),
+        read_many_cmd(CPU, GOVERNORS),
         read_cmd(hugepage_path(node)),
         read_cmd("/sys/kernel/mm/transparent_hugepage/enabled"),
         read_cmd("/proc/sys/kernel/numa_balancing"),
@@ -100,7 +100,7 @@ def test_cmdline(node: NodeExpect, probe: Probe) -> None:
 
 
 def _online(probe: Probe) -> list[int]:
-    return probe.parse(f"cat {CPU}/online", readers.cpulist)
+    return probe.parse(read_cmd(f"{CPU}/online"), readers.cpulist)
 
 
 IDLE_LISTING = (
@@ -152,7 +152,7 @@ def test_cstates(node: NodeExpect, probe: Probe) -> None:
 
 def test_governor(node: NodeExpect, probe: Probe) -> None:
     want = node.tuning["governor"]
-    values = readers.per_cpu(probe.read_many(GOVERNORS), "scaling_governor")
+    values = readers.per_cpu(probe.read_many(CPU, GOVERNORS), "scaling_governor")
     bad = {f"cpu{c}": values.get(c, "<no cpufreq>") for c in _online(probe) if values.get(c) != want}
     expect_none_bad("scaling_governor", bad, f"{want} on every online CPU", hint("governor", node.name))
 
@@ -165,7 +165,9 @@ def test_hugepages(node: NodeExpect, probe: Probe) -> None:
         total = probe.read(hugepage_path(node))
         expect_equal(f"{hp['size']} hugepages", str(count), total, hint("hugepages", node.name))
         return
-    per_node = probe.read_many(f"/sys/devices/system/node/node[0-9]*/hugepages/hugepages-{kb}kB/nr_hugepages")
+    per_node = probe.read_many(
+        "/sys/devices/system/node", f"node[0-9]*/hugepages/hugepages-{int(kb)}kB/nr_hugepages"
+    )
     bad = {p.split("/")[5]: v for p, v in per_node.items() if v != str(count)}
     expect_none_bad(
         f"{hp['size']} hugepages per NUMA node", bad, f"{count} on every node", hint("hugepages", node.name)

@@ -18,6 +18,7 @@ from clusterforge.burnin import suite
 from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.pairs import Pair
 from clusterforge.certify.checks import wrap
+from clusterforge.certify.commands import argv
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.runner import SshSetup, reachable, ssh_setup
 from clusterforge.hw import ParseError, perftest
@@ -173,7 +174,7 @@ class Executor:
         port, t = 18600 + p.rail, opts.ib_timeout_s
         ra, rb = a.rail(p.rail), b.rail(p.rail)
         server = subprocess.Popen(
-            self.ssh_argv(p.b, wrap(f"ib_write_bw {suite.ib_args(b, rb, port, opts, cuda=False)}", t)),
+            self.ssh_argv(p.b, wrap(argv("ib_write_bw", *suite.ib_args(b, rb, port, opts, cuda=False)), t)),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
@@ -194,7 +195,7 @@ class Executor:
                     error=f"server on {p.b} not listening after {READY_S:.0f} s: "
                     f"{''.join(lines)[-200:].strip()}",
                 )
-            cmd = f"ib_write_bw {suite.ib_args(a, ra, port, opts, cuda=False)} {rb.ip}"
+            cmd = argv("ib_write_bw", *suite.ib_args(a, ra, port, opts, cuda=False), rb.ip)
             res = self.run(p.a, wrap(cmd, t), t)
         finally:
             try:
