@@ -19,6 +19,7 @@ from typing import Any
 from clusterforge.burnin.model import COUNTER_PREFIX, Measurement
 from clusterforge.certify.commands import Word, argv, shell
 from clusterforge.certify.expect import NodeExpect, Rail
+from clusterforge.certify.tools import Tool, cannot_certify, missing
 from clusterforge.hw import ParseError, dcgmi, nccl_tests, nvbandwidth, perftest
 from clusterforge.hw.nvidia_smi import parse_query_csv
 
@@ -183,10 +184,41 @@ def _parsed(sec: Section | None, what: str, parse: Callable[[str], Any]) -> tupl
         return None, f"{what}: {_fail(sec, what) if sec.rc else ''} unparsable output: {exc}".strip()
 
 
+def absent(sec: Section | None, tool: str) -> Tool | None:
+    """The tool (or daemon) a section shows missing: then the test measured nothing."""
+    return None if sec is None else missing(tool, sec.rc, sec.out, sec.err)
+
+
+def not_run(test: str, node: str, tool: Tool, component: str = "", unit: str = "") -> Measurement:
+    """A test whose tool is missing: an error naming the tool and its role, no value, no suspect."""
+    return Measurement(
+        test,
+        node,
+        component,
+        unit=unit or TESTS_UNIT.get(test, ""),
+        error=cannot_certify(tool),
+        detail={"missing": tool.name, "install": tool.install},
+    )
+
+
+TESTS_UNIT = {"dcgm.diag": "pass", "all_reduce.node": "GB/s", "ib_write_bw.loopback": "Gb/s"}
+#: the section key -> the program it runs first
+SECTION_TOOL = {
+    "dcgm": "dcgmi",
+    "nvbandwidth": "nvbandwidth",
+    "allreduce": "all_reduce_perf",
+    "ecc": "nvidia-smi",
+}
+
+
 def parse_node(node: NodeExpect, sections: dict[str, Section], opts: SuiteOptions) -> NodeSample:
     n, s = node.name, NodeSample()
     ms = s.measurements
-    diag, err = _parsed(sections.get("dcgm"), "dcgmi diag", dcgmi.parse_diag)
+    gone = {k: absent(sections.get(k), t) for k, t in SECTION_TOOL.items()}
+    gone |= {
+        f"loopback.{r.index}": absent(sections.get(f"loopback.{r.index}"), "ib_write_bw") for r in node.rails
+    }
+    diag, err = (None, "") if gone["dcgm"] else _parsed(sections.get("dcgm"), "dcgmi diag", dcgmi.parse_diag)
     if diag is not None and diag.complete and any(t.result == "Pass" for t in diag.tests):
         failed = {
             t.name: sorted(g for g, r in t.per_gpu.items() if r == "Fail")
@@ -208,13 +240,28 @@ def parse_node(node: NodeExpect, sections: dict[str, Section], opts: SuiteOption
         )
         if diag.dcgm_version:
             s.tool_versions["dcgm"] = diag.dcgm_version
+    elif (tool := gone["dcgm"]) is not None:
+        ms.append(not_run("dcgm.diag", n, tool))
     else:
         ms.append(Measurement("dcgm.diag", n, unit="pass", error=err or "dcgmi diag: no test passed"))
-    ms += _nvbandwidth(node, sections.get("nvbandwidth"))
+    if (tool := gone["nvbandwidth"]) is not None:
+        ms += [not_run(f"nvbandwidth.{short}", n, tool, unit="GB/s") for short in NVB_CASES]
+    else:
+        ms += _nvbandwidth(node, sections.get("nvbandwidth"))
     for r in node.rails:
-        ms.append(_loopback(n, r, sections.get(f"loopback.{r.index}")))
-    ms.append(_allreduce(n, sections.get("allreduce"), int(node.gpu["count"])))
-    ms += _ecc(node, sections.get("ecc"), s)
+        tool = gone[f"loopback.{r.index}"]
+        sec = sections.get(f"loopback.{r.index}")
+        ms.append(
+            not_run("ib_write_bw.loopback", n, tool, f"rail{r.index}") if tool else _loopback(n, r, sec)
+        )
+    if (tool := gone["allreduce"]) is not None:
+        ms.append(not_run("all_reduce.node", n, tool))
+    else:
+        ms.append(_allreduce(n, sections.get("allreduce"), int(node.gpu["count"])))
+    if (tool := gone["ecc"]) is not None:
+        ms += [not_run(t, n, tool, unit="count") for t in ("ecc.corrected", "ecc.uncorrected")]
+    else:
+        ms += _ecc(node, sections.get("ecc"), s)
     ms += _counters(node, sections.get("counters"), s)
     return s
 

@@ -12,6 +12,7 @@ that are present).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 MISSING_PREFIX = "cannot certify:"
@@ -60,6 +61,11 @@ _NOT_FOUND = (
     re.compile(r"^(?:[\w./-]+: )?(?:line )?(?:\d+: )?(?P<tool>[^\s:]+): (?:command )?not found\s*$", re.M),
     re.compile(r"failed to run command ['‘](?P<tool>[^'’]+)['’]: No such file or directory"),
 )
+#: launchers that could not start the program on a node: Slurm's slurmstepd, Open MPI's mpirun
+_LAUNCH_FAILED = (
+    re.compile(r"execve\(\): (?P<tool>[^\s:]+): No such file or directory"),
+    re.compile(r"was unable to find the specified executable file"),
+)
 #: dcgmi when nv-hostengine does not run (DCGM's Command::DoExecuteConnectionFailure and dcgmi's connect)
 _DCGM_DOWN = re.compile(
     r"Unable to connect to host engine|unable to establish a connection to the specified host", re.I
@@ -83,11 +89,16 @@ def missing(command: str, rc: int | None, out: str = "", err: str = "") -> Tool 
     """The tool or daemon a command's result shows to be missing, else None.
 
     Exit 127 with a shell's "not found" line names the program (in a compound command, the one that
-    was missing); exit 127 without one names the command's first program. ``dcgmi`` that cannot reach
-    the host engine names the daemon, whatever its exit code."""
+    was missing); exit 127 without one names the command's first program. A launcher (srun, mpirun) that
+    could not find the program names it, and ``dcgmi`` that cannot reach the host engine names the
+    daemon, whatever the exit code."""
     text = f"{err}\n{out}"
     if tool_of(command) == "dcgmi" and _DCGM_DOWN.search(text):
         return TOOLS["nv-hostengine"]
+    for pattern in _LAUNCH_FAILED:
+        m = pattern.search(text)
+        if m:
+            return lookup(m.groupdict().get("tool") or tool_of(command))
     if rc != RC_NOT_FOUND:
         return None
     for pattern in _NOT_FOUND:
@@ -106,3 +117,16 @@ def cannot_certify(tool: Tool) -> str:
         if tool.role
         else f"{MISSING_PREFIX} {what} ({tool.install})"
     )
+
+
+_CANNOT = re.compile(re.escape(MISSING_PREFIX) + r" [^()]*? (?:missing|not running) \([^()]*\)")
+
+
+def missing_tools(messages: Iterable[str]) -> list[str]:
+    """The distinct ``cannot certify: … (install: …)`` clauses in check messages, in order."""
+    out: dict[str, None] = {}
+    for msg in messages:
+        m = _CANNOT.search(msg or "")
+        if m:
+            out[m.group(0)] = None
+    return list(out)
