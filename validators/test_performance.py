@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from clusterforge.certify.commands import argv, shell
 from clusterforge.certify.checks import CheckError, Probe, expect, expect_none_bad, measure
+from clusterforge.certify.commands import argv, shell
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import dcgmi, nccl_tests, nvbandwidth, perftest

@@ -10,7 +10,6 @@ import ipaddress
 import pytest
 
 from clusterforge.certify import readers
-from clusterforge.certify.commands import argv, shell
 from clusterforge.certify.checks import (
     CheckError,
     CheckFailed,
@@ -22,6 +21,7 @@ from clusterforge.certify.checks import (
     read_cmd,
     read_many_cmd,
 )
+from clusterforge.certify.commands import argv, shell
 from clusterforge.certify.expect import NodeExpect, Rail
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import ibstat, ibv_devinfo, mlnx_qos
