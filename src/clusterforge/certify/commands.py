@@ -10,7 +10,7 @@ command is shell text; it is built here and nowhere else, from
   shell to expand.
 
 Validators and burn-in never put a value into shell text themselves;
-``tests/unit/certify/test_values_are_data.py`` feeds metacharacter-laden values through every builder and
+``tests/unit/validators/test_values_are_data.py`` feeds metacharacter-laden values through every builder and
 checks the source for f-strings handed to the probe.
 """
 
