@@ -108,6 +108,11 @@ def test_roce_qos_conf_refuses_odd_rail_values(field: str, value: str) -> None:
             {"nvidia_gpu_acs_nic_pci": ["0000:18:00.0\nSCOPE=all_bridges"]},
         ),
         ("os_tuning", "templates/os-tuning.conf.j2", {"os_tuning_thp": "never\nGOVERNOR=x"}),
+        (
+            "os_tuning",
+            "templates/grub-clusterforge.cfg.j2",
+            {"os_tuning_cmdline_extra": ['x"$(touch /tmp/p)"']},
+        ),
     ],
 )
 def test_templates_refuse_new_lines_and_syntax(role: str, template: str, variables: dict) -> None:

@@ -84,6 +84,8 @@ VALUE_PATTERNS = {
     "host": r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*",
     # an absolute path, {netdev}/{pci} placeholders allowed
     "path": r"/[A-Za-z0-9_./{}@+-]*",
+    # a kernel command-line parameter (it lands in GRUB_CMDLINE_LINUX="...", which update-grub sources)
+    "kparam": r"[A-Za-z0-9_.,:=/+@-]+",
     # an environment variable name (nccl.conf)
     "name": r"[A-Za-z_][A-Za-z0-9_]*",
     # one line of text: no control characters (newline, carriage return, NUL, escape …)
