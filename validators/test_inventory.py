@@ -23,12 +23,20 @@ PACKAGES = {
 }
 
 
-GUIDS = "/sys/class/infiniband/*/node_guid"
+IB = "/sys/class/infiniband"
+GUIDS = "*/node_guid"  # under IB
 
 
 @prefetches
 def commands(node: NodeExpect) -> list[str]:
-    return ["nvidia-smi -q", read_many_cmd(GUIDS), "ibstat", OS_RELEASE_CMD, DPKG_QUERY_CMD, RPM_QUERY_CMD]
+    return [
+        "nvidia-smi -q",
+        read_many_cmd(IB, GUIDS),
+        "ibstat",
+        OS_RELEASE_CMD,
+        DPKG_QUERY_CMD,
+        RPM_QUERY_CMD,
+    ]
 
 
 def test_parts(node: NodeExpect, probe: Probe) -> None:
@@ -42,7 +50,7 @@ def test_parts(node: NodeExpect, probe: Probe) -> None:
     missing = [g["bus_id"] for g in gpus if not g["serial"]]
     if missing:
         raise CheckError(f"no serial number reported for GPU(s) {', '.join(map(str, missing))}")
-    guids = probe.read_many(GUIDS)
+    guids = probe.read_many(IB, GUIDS)
     by_hca = {p.split("/")[4]: v for p, v in guids.items()}
     nics = [{"index": r.index, "hca": r.hca, "serial": by_hca[r.hca]} for r in node.rails if r.hca in by_hca]
     fw = {ca.name: ca.firmware_version for ca in probe.parse("ibstat", ibstat.parse)}

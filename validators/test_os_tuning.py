@@ -24,7 +24,7 @@ from clusterforge.certify.fixes import hint
 pytestmark = pytest.mark.quick
 
 CPU = "/sys/devices/system/cpu"
-GOVERNORS = f"{CPU}/cpu[0-9]*/cpufreq/scaling_governor"
+GOVERNORS = "cpu[0-9]*/cpufreq/scaling_governor"  # under CPU
 LIMITS = (
     'for f in /etc/security/limits.conf /etc/security/limits.d/*.conf; do [ -f "$f" ] && '
     '{ echo "==> $f <=="; cat "$f"; }; done; true'
@@ -56,7 +56,7 @@ def commands(node: NodeExpect) -> list[str]:
         read_cmd("/proc/cmdline"),
         IDLE_LISTING,
         read_cmd(f"{CPU}/online"),
-        read_many_cmd(GOVERNORS),
+        read_many_cmd(CPU, GOVERNORS),
         read_cmd(hugepage_path(node)),
         *(read_cmd(numa_hugepage_path(node, n)) for n in sorted(hp["per_numa"] or {}, key=int)),
         read_cmd("/sys/kernel/mm/transparent_hugepage/enabled"),
@@ -86,7 +86,7 @@ def test_cmdline(node: NodeExpect, probe: Probe) -> None:
 
 
 def _online(probe: Probe) -> list[int]:
-    return probe.parse(f"cat {CPU}/online", readers.cpulist)
+    return probe.parse(read_cmd(f"{CPU}/online"), readers.cpulist)
 
 
 IDLE_LISTING = (
@@ -138,7 +138,7 @@ def test_cstates(node: NodeExpect, probe: Probe) -> None:
 
 def test_governor(node: NodeExpect, probe: Probe) -> None:
     want = node.desired["cpu"]["governor"]
-    values = readers.per_cpu(probe.read_many(GOVERNORS), "scaling_governor")
+    values = readers.per_cpu(probe.read_many(CPU, GOVERNORS), "scaling_governor")
     bad = {f"cpu{c}": values.get(c, "<no cpufreq>") for c in _online(probe) if values.get(c) != want}
     expect_none_bad("scaling_governor", bad, f"{want} on every online CPU", hint("governor", node.name))
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from clusterforge.certify.checks import CheckError, Probe, expect, expect_none_bad, measure
+from clusterforge.certify.commands import argv, shell
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import dcgmi, nccl_tests, nvbandwidth, perftest
@@ -29,7 +30,7 @@ NVB_CASES = {
 
 def test_dcgm_diag(node: NodeExpect, probe: Probe) -> None:
     level = int(node.certification.get("dcgm_level", 2))
-    cmd = f"dcgmi diag -r {level} -j"
+    cmd = argv("dcgmi", "diag", "-r", level, "-j")
     diag = probe.parse(
         cmd,
         dcgmi.parse_diag,
@@ -62,7 +63,9 @@ def test_nvbandwidth(node: NodeExpect, probe: Probe, case: str) -> None:
     thr = node.threshold(threshold_name)
 
     def once() -> tuple[float, dict[str, Any]]:
-        res = probe.parse(f"nvbandwidth -t {testcase}", nvbandwidth.parse, timeout=NVB_TIMEOUT_S, cache=False)
+        res = probe.parse(
+            argv("nvbandwidth", "-t", testcase), nvbandwidth.parse, timeout=NVB_TIMEOUT_S, cache=False
+        )
         if testcase not in res.testcases or res[testcase].waived or not res[testcase].values():
             raise CheckError(f"nvbandwidth printed no result for {testcase}")
         tc = res[testcase]
@@ -88,17 +91,22 @@ def test_nvbandwidth(node: NodeExpect, probe: Probe, case: str) -> None:
 
 def _ib_cmd(node: NodeExpect, rail: int) -> str:
     """GPUDirect loopback on one HCA (Azure NHC's check_ib_bw_gdr): a server, then a client to it on the
-    same port, retried for a few seconds until the server listens; the server is stopped afterwards."""
+    same port, retried for a few seconds until the server listens (not when ib_write_bw is missing); the
+    server is stopped afterwards. The arguments are positional parameters of the snippet (``set --``)."""
     r = node.rail(rail)
-    gid = f" -x {node.knobs['nccl_ib_gid_index']}" if node.roce and "nccl_ib_gid_index" in node.knobs else ""
-    args = (
-        f"-d {r.hca} -i {r.port}{gid} -s 8388608 -F --report_gbits -D 2 --use_cuda={r.gpu} -p {18515 + rail}"
-    )
+    gid = ["-x", node.knobs["nccl_ib_gid_index"]] if node.roce and "nccl_ib_gid_index" in node.knobs else []
+    args = ["-d", r.hca, "-i", r.port, *gid, "-s", 8388608, "-F", "--report_gbits", "-D", 2]
+    args += [f"--use_cuda={r.gpu}", "-p", 18515 + rail]
     return (
-        f"e=$(mktemp); ib_write_bw {args} >/dev/null 2>&1 & srv=$!; rc=1; n=0; "
-        f"while [ $n -lt 25 ]; do out=$(ib_write_bw {args} 127.0.0.1 2>$e); rc=$?; [ $rc -eq 0 ] && break; "
-        "n=$((n+1)); sleep 0.2; done; kill $srv 2>/dev/null; wait $srv 2>/dev/null; "
-        """printf '%s\\n' "$out"; cat $e >&2; rm -f $e; exit $rc"""
+        argv("set", "--", *args)
+        + "; "
+        + shell(
+            'e=$(mktemp); ib_write_bw "$@" >/dev/null 2>&1 & srv=$!; rc=1; n=0; '
+            'while [ $n -lt 25 ]; do out=$(ib_write_bw "$@" 127.0.0.1 2>$e); rc=$?; '
+            "[ $rc -eq 0 ] || [ $rc -eq 127 ] && break; "
+            "n=$((n+1)); sleep 0.2; done; kill $srv 2>/dev/null; wait $srv 2>/dev/null; "
+            """printf '%s\\n' "$out"; cat $e >&2; rm -f $e; exit $rc"""
+        )
     )
 
 
@@ -128,7 +136,7 @@ def test_ib_write_bw(node: NodeExpect, probe: Probe, rail: int) -> None:
 def test_all_reduce(node: NodeExpect, probe: Probe) -> None:
     thr = node.threshold("allreduce_busbw_gbs")
     n = int(node.gpu["count"])
-    cmd = f"all_reduce_perf -b 16G -e 16G -f 2 -g {n} -w 5 -n 20"
+    cmd = argv("all_reduce_perf", "-b", "16G", "-e", "16G", "-f", 2, "-g", n, "-w", 5, "-n", 20)
 
     def once() -> tuple[float, dict[str, Any]]:
         res = probe.parse(cmd, nccl_tests.parse, timeout=NCCL_TIMEOUT_S, cache=False)

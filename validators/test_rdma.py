@@ -21,6 +21,7 @@ from clusterforge.certify.checks import (
     read_cmd,
     read_many_cmd,
 )
+from clusterforge.certify.commands import argv, shell
 from clusterforge.certify.expect import NodeExpect, Rail
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import ibstat, ibv_devinfo, mlnx_qos
@@ -34,15 +35,22 @@ roce_only = pytest.mark.applies(lambda n: n.roce)
 
 PEERMEM = "cat /sys/module/nvidia_peermem/initstate 2>/dev/null || echo absent"
 IBV = "ibv_devinfo"
-QOS_SHOW = "systemctl show -p UnitFileState,ActiveState,Result {}"
+
+
+def qos_show(unit: str) -> str:
+    return argv("systemctl", "show", "-p", "UnitFileState,ActiveState,Result", unit)
+
+
+def qos_cmd(r: Rail) -> str:
+    return argv("mlnx_qos", "-i", r.netdev)
 
 
 def netdev_cmds(r: Rail) -> list[str]:
     return [
-        f"[ -e /sys/class/net/{r.netdev} ] && echo yes || echo no",
+        shell("[ -e {} ] && echo yes || echo no", f"/sys/class/net/{r.netdev}"),
         read_cmd(f"/sys/class/net/{r.netdev}/operstate"),
         read_cmd(f"/sys/class/net/{r.netdev}/mtu"),
-        f"ip -o -4 addr show dev {r.netdev}",
+        argv("ip", "-o", "-4", "addr", "show", "dev", r.netdev),
     ]
 
 
@@ -51,7 +59,7 @@ def gid_cmds(r: Rail, idx: object) -> list[str]:
     return [
         read_cmd(f"{base}/gids/{idx}"),
         read_cmd(f"{base}/gid_attrs/types/{idx}"),
-        f"cat {base}/gid_attrs/ndevs/{idx} 2>/dev/null || true",
+        shell("cat {} 2>/dev/null || true", f"{base}/gid_attrs/ndevs/{idx}"),
     ]
 
 
@@ -60,7 +68,10 @@ def ecn_cmds(r: Rail, prio: int) -> list[str]:
 
 
 def tos_cmd(r: Rail) -> str:
-    return f"cat /sys/kernel/config/rdma_cm/{r.hca}/ports/{r.port}/default_roce_tos 2>/dev/null || echo unset"
+    return shell(
+        "cat {} 2>/dev/null || echo unset",
+        f"/sys/kernel/config/rdma_cm/{r.hca}/ports/{r.port}/default_roce_tos",
+    )
 
 
 @prefetches
@@ -68,17 +79,17 @@ def commands(node: NodeExpect) -> list[str]:
     cmds = ["ibstat", IBV, "nvidia-smi topo -m", read_cmd("/proc/cmdline"), PEERMEM]
     for r in node.rails:
         cmds += [
-            read_many_cmd(f"{_sys_ib(r)}/counters/*"),
+            read_many_cmd(_sys_ib(r), "counters/*"),
             *netdev_cmds(r),
             read_cmd(f"/sys/class/infiniband/{r.hca}/device/numa_node"),
         ]
         if node.roce:
             q = node.rail_desired(r.index)["qos"]
-            cmds += [f"mlnx_qos -i {r.netdev}", *ecn_cmds(r, int(q["lossless_priority"])), tos_cmd(r)]
+            cmds += [qos_cmd(r), *ecn_cmds(r, int(q["lossless_priority"])), tos_cmd(r)]
             if "nccl_ib_gid_index" in node.knobs:
                 cmds += gid_cmds(r, node.knobs["nccl_ib_gid_index"])
     if node.roce:
-        cmds.append(QOS_SHOW.format(node.knobs.get("rdma_roce_qos_unit", DEFAULT_QOS_UNIT)))
+        cmds.append(qos_show(str(node.knobs.get("rdma_roce_qos_unit", DEFAULT_QOS_UNIT))))
     return cmds
 
 
@@ -131,7 +142,7 @@ def test_port(node: NodeExpect, probe: Probe, rail: int) -> None:
 def test_error_counters(node: NodeExpect, probe: Probe, rail: int) -> None:
     r = _rail(node, rail)
     limits: dict[str, float] = node.sku.get("thresholds", {}).get("ib_error_counters_max", {})
-    values = probe.read_many(f"{_sys_ib(r)}/counters/*")
+    values = probe.read_many(_sys_ib(r), "counters/*")
     counters = {p.rsplit("/", 1)[1]: v for p, v in values.items()}
     checked = {k: int(v) for k, v in counters.items() if k in limits and v.isdigit()}
     if not checked:
@@ -229,7 +240,7 @@ def _prio(qos: mlnx_qos.MlnxQos, dscp: int) -> str:
 def test_roce_qos(node: NodeExpect, probe: Probe, rail: int) -> None:
     """Trust DSCP; PFC on the lossless priority only; RoCE and CNP DSCPs map to their priorities."""
     r, q = _rail(node, rail), node.rail_desired(rail)["qos"]
-    qos = probe.parse(f"mlnx_qos -i {r.netdev}", mlnx_qos.parse)
+    qos = probe.parse(qos_cmd(r), mlnx_qos.parse)
     prio, cnp = int(q["lossless_priority"]), int(q["cnp_priority"])
     maps = " ".join(f"{d}->{_prio(qos, int(d))}" for d in (q["dscp"], q["cnp_dscp"]))
     want = f"trust {q['trust']}, PFC on {q['pfc_priorities']}, {q['dscp']}->{prio} {q['cnp_dscp']}->{cnp}"
@@ -283,7 +294,7 @@ def test_roce_tos(node: NodeExpect, probe: Probe, rail: int) -> None:
 def test_qos_unit(node: NodeExpect, probe: Probe) -> None:
     """The unit that re-applies the (non-persistent) QoS settings at boot is enabled and succeeded."""
     unit = str(node.knobs.get("rdma_roce_qos_unit", DEFAULT_QOS_UNIT))
-    show = probe.parse(QOS_SHOW.format(unit), readers.systemctl_show)
+    show = probe.parse(qos_show(unit), readers.systemctl_show)
     found = f"{show.get('UnitFileState') or 'not-found'}/{show.get('ActiveState')}/{show.get('Result')}"
     ok = (
         show.get("UnitFileState") == "enabled"

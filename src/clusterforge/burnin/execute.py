@@ -18,8 +18,10 @@ from clusterforge.burnin import suite
 from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.pairs import Pair
 from clusterforge.certify.checks import wrap
+from clusterforge.certify.commands import argv
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.runner import SshSetup, reachable, ssh_setup
+from clusterforge.certify.tools import Tool, cannot_certify, missing
 from clusterforge.hw import ParseError, perftest
 
 GRACE_S = 15.0
@@ -173,7 +175,7 @@ class Executor:
         port, t = 18600 + p.rail, opts.ib_timeout_s
         ra, rb = a.rail(p.rail), b.rail(p.rail)
         server = subprocess.Popen(
-            self.ssh_argv(p.b, wrap(f"ib_write_bw {suite.ib_args(b, rb, port, opts, cuda=False)}", t)),
+            self.ssh_argv(p.b, wrap(argv("ib_write_bw", *suite.ib_args(b, rb, port, opts, cuda=False)), t)),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
@@ -184,6 +186,9 @@ class Executor:
         reader.start()
         try:
             if not ready.wait(READY_S) or not any("Waiting for client" in x for x in lines):
+                gone = _server_missing(server)
+                if gone is not None:
+                    return _pair_not_run(p, gone, p.b, detail)
                 return Measurement(
                     "ib_write_bw.pair",
                     p.a,
@@ -194,8 +199,11 @@ class Executor:
                     error=f"server on {p.b} not listening after {READY_S:.0f} s: "
                     f"{''.join(lines)[-200:].strip()}",
                 )
-            cmd = f"ib_write_bw {suite.ib_args(a, ra, port, opts, cuda=False)} {rb.ip}"
+            cmd = argv("ib_write_bw", *suite.ib_args(a, ra, port, opts, cuda=False), rb.ip)
             res = self.run(p.a, wrap(cmd, t), t)
+            gone = missing("ib_write_bw", res.rc, res.out, res.err)
+            if gone is not None:
+                return _pair_not_run(p, gone, p.a, detail)
         finally:
             try:
                 server.wait(timeout=GRACE_S)
@@ -236,6 +244,16 @@ class Executor:
             if res.rc == 0
             else f"{argv[0]} exit {res.rc}: {(res.err.strip().splitlines() or [''])[-1][:200]}"
         )
+        gone = missing("all_reduce_perf", res.rc, res.out, res.err)
+        if gone is not None:
+            return Measurement(
+                "all_reduce.group",
+                label,
+                peer=members,
+                unit="GB/s",
+                error=cannot_certify(gone),
+                detail={"missing": gone.name, "install": gone.install},
+            )
         m = suite.nccl_measurement("all_reduce.group", label, res.out, err, peer=members)
         if m.ok and res.rc != 0:
             return Measurement(m.test, label, peer=members, unit="GB/s", error=err)
@@ -259,6 +277,29 @@ def _watch(proc: subprocess.Popen[str], ready: threading.Event, lines: list[str]
         if "Waiting for client" in line:
             ready.set()
     ready.set()  # ended without listening: the caller reads `lines`
+
+
+def _server_missing(server: subprocess.Popen[str]) -> Tool | None:
+    """The tool a pair's server lacked, when it exited at once (e.g. exit 127, ib_write_bw not found)."""
+    try:
+        rc = server.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        return None
+    err = server.stderr.read() if server.stderr is not None else ""
+    return missing("ib_write_bw", rc, "", err)
+
+
+def _pair_not_run(p: Pair, tool: Tool, on: str, detail: dict[str, Any]) -> Measurement:
+    """A pair test whose tool is missing on node ``on``: an error for that node, no suspect."""
+    return Measurement(
+        "ib_write_bw.pair",
+        p.a,
+        f"rail{p.rail}",
+        p.b,
+        unit="Gb/s",
+        error=f"{on}: {cannot_certify(tool)}",
+        detail=detail | {"missing": tool.name, "install": tool.install, "on": on},
+    )
 
 
 def _pair_measurement(p: Pair, res: Result, detail: dict[str, Any]) -> Measurement:

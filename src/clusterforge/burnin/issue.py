@@ -43,11 +43,13 @@ def serials(rows: Iterable[tuple[int, Measurement]]) -> dict[str, dict[str, str]
 
 
 def cert_checks(ev: Evaluation, node: str) -> list[dict[str, Any]]:
-    """One check per burn-in test for the certificate and the records (fail when a finding names it)."""
+    """One check per burn-in test for the certificate and the records (fail when a finding names it; error
+    when its tool was missing, so it measured nothing)."""
     v = ev.nodes[node]
     failing: dict[str, list[str]] = defaultdict(list)
+    erring: dict[str, list[str]] = defaultdict(list)
     for f in v.findings:
-        failing[_check_id(f.test)].append(f.summary)
+        (erring if f.kind == "missing" else failing)[_check_id(f.test)].append(f.summary)
     found: dict[str, dict[str, Any]] = defaultdict(dict)
     for key, s in ev.units.items():
         test, n, comp, peer = key
@@ -56,18 +58,19 @@ def cert_checks(ev: Evaluation, node: str) -> list[dict[str, Any]]:
             found[_check_id(test)][label] = None if s.level is None else round(s.level, 2)
     cfg = ev.config
     checks = []
-    for cid in sorted(set(found) | set(failing) | {"burnin.ecc", "burnin.link_errors", "burnin.dcgm.diag"}):
+    every = set(found) | set(failing) | set(erring) | {"burnin.ecc", "burnin.link_errors", "burnin.dcgm.diag"}
+    for cid in sorted(every):
         checks.append(
             {
                 "id": cid,
-                "status": "fail" if failing.get(cid) else "pass",
+                "status": "fail" if failing.get(cid) else "error" if erring.get(cid) else "pass",
                 "expected": (
                     f"within its fleet (robust z >= -{cfg.z_max:g}, CV <= {100 * cfg.cv_max:g} %), above the "
                     "SKU floor, every iteration measured"
                     if cid not in ("burnin.ecc", "burnin.link_errors")
                     else "no counter growth during the run"
                 ),
-                "found": failing.get(cid) or found.get(cid) or "ok",
+                "found": failing.get(cid) or erring.get(cid) or found.get(cid) or "ok",
                 "evidence": {"iterations": v.iterations},
             }
         )

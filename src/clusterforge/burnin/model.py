@@ -49,6 +49,11 @@ class Measurement:
     def ok(self) -> bool:
         return self.value is not None and not self.error
 
+    @property
+    def missing(self) -> str:
+        """The tool (or daemon) that was missing, so nothing was measured: never evidence against hardware."""
+        return str(self.detail.get("missing") or "")
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -63,6 +68,7 @@ class Finding:
     node: str
     component: str  # human: "rail 3 NIC mlx5_3", "GPU 0 (serial 1650...)", "leaf ib0-leaf-su0-r2"
     # low | variable | threshold | failed | dcgm | ecc | link-errors | link | ambiguous | leaf | path | group
+    # | missing (a tool or daemon was not there: no component, verdict error)
     kind: str
     test: str
     summary: str  # one line, used in the drain reason
@@ -84,7 +90,8 @@ class NodeVerdict:
 
     @property
     def components(self) -> list[str]:
-        return list(dict.fromkeys(f.component for f in self.findings))
+        """Suspected components (a missing tool suspects none)."""
+        return list(dict.fromkeys(f.component for f in self.findings if f.component))
 
     def as_dict(self) -> dict[str, Any]:
         return {

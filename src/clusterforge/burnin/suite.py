@@ -11,14 +11,15 @@ own time limit, not the iteration.
 from __future__ import annotations
 
 import re
-import shlex
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from clusterforge.burnin.model import COUNTER_PREFIX, Measurement
+from clusterforge.certify.commands import Word, argv, shell
 from clusterforge.certify.expect import NodeExpect, Rail
+from clusterforge.certify.tools import Tool, cannot_certify, missing
 from clusterforge.hw import ParseError, dcgmi, nccl_tests, nvbandwidth, perftest
 from clusterforge.hw.nvidia_smi import parse_query_csv
 
@@ -80,51 +81,66 @@ class NodeSample:
     tool_versions: dict[str, str] = field(default_factory=dict)
 
 
-def gid_arg(node: NodeExpect) -> str:
+def gid_arg(node: NodeExpect) -> list[Word]:
     gid = node.knobs.get("nccl_ib_gid_index") if node.roce else None
-    return f" -x {int(gid)}" if gid is not None else ""
+    return ["-x", int(gid)] if gid is not None else []
 
 
-def ib_args(node: NodeExpect, rail: Rail, port: int, opts: SuiteOptions, cuda: bool) -> str:
-    args = (
-        f"-d {rail.hca} -i {rail.port}{gid_arg(node)} -s {opts.ib_size} -F --report_gbits "
-        f"-D {opts.ib_seconds} -p {port}"
-    )
-    return args + (f" --use_cuda={rail.gpu}" if cuda else "")
+def ib_args(node: NodeExpect, rail: Rail, port: int, opts: SuiteOptions, cuda: bool) -> list[Word]:
+    """ib_write_bw's arguments (argv words) for one rail."""
+    args: list[Word] = ["-d", rail.hca, "-i", rail.port, *gid_arg(node), "-s", int(opts.ib_size), "-F"]
+    args += ["--report_gbits", "-D", int(opts.ib_seconds), "-p", port]
+    return args + ([f"--use_cuda={int(rail.gpu)}"] if cuda else [])
 
 
 def loopback_cmd(node: NodeExpect, rail: Rail, opts: SuiteOptions) -> str:
     """GPUDirect loopback on one HCA (server and client on the same port, as the full tier does); the client
-    starts once the server says it waits (no fixed sleep)."""
+    starts once the server says it waits (no fixed sleep). The arguments are the snippet's positional
+    parameters (``set --``), so no value is ever shell syntax."""
     args = ib_args(node, rail, 18515 + rail.index, opts, cuda=True)
     return (
-        f's=$(mktemp); ib_write_bw {args} >"$s" 2>&1 & srv=$!; '
-        "for i in $(seq 200); do grep -q 'Waiting for client' \"$s\" && break; "
-        "kill -0 $srv 2>/dev/null || break; sleep 0.05; done; "
-        f'ib_write_bw {args} 127.0.0.1; rc=$?; wait $srv; rm -f "$s"; exit $rc'
+        argv("set", "--", *args)
+        + "; "
+        + shell(
+            's=$(mktemp); ib_write_bw "$@" >"$s" 2>&1 & srv=$!; '
+            "for i in $(seq 200); do grep -q 'Waiting for client' \"$s\" && break; "
+            "kill -0 $srv 2>/dev/null || break; sleep 0.05; done; "
+            'ib_write_bw "$@" 127.0.0.1; rc=$?; wait $srv; rm -f "$s"; exit $rc'
+        )
     )
+
+
+def counters_cmd(node: NodeExpect, opts: SuiteOptions) -> str:
+    """``guid <rail> <guid>`` and ``c <rail> <counter> <value>`` lines for every rail."""
+    reads = []
+    for r in node.rails:
+        base = f"{opts.ib_sysfs}/{r.hca}"
+        reads.append(shell("echo guid {} $(cat {} 2>/dev/null)", r.index, f"{base}/node_guid"))
+        reads += [
+            shell("echo c {} {} $(cat {} 2>/dev/null)", r.index, c, f"{base}/ports/{r.port}/counters/{c}")
+            for c in opts.counters
+        ]
+    return "; ".join(reads)
 
 
 def steps(node: NodeExpect, opts: SuiteOptions) -> list[tuple[str, int, str]]:
     """(key, timeout s, command) for one node's iteration, in run order."""
     gpus = int(node.gpu["count"])
-    nvb = " ".join(f"-t {c}" for c in NVB_CASES.values())
+    nvb = [w for c in NVB_CASES.values() for w in ("-t", c)]
     out: list[tuple[str, int, str]] = [
-        ("dcgm", DCGM_TIMEOUT_S.get(opts.dcgm_level, 7200), f"dcgmi diag -r {opts.dcgm_level} -j"),
-        ("nvbandwidth", opts.nvb_timeout_s, f"nvbandwidth {nvb}"),
+        (
+            "dcgm",
+            DCGM_TIMEOUT_S.get(opts.dcgm_level, 7200),
+            argv("dcgmi", "diag", "-r", opts.dcgm_level, "-j"),
+        ),
+        ("nvbandwidth", opts.nvb_timeout_s, argv("nvbandwidth", *nvb)),
     ]
     out += [(f"loopback.{r.index}", opts.ib_timeout_s, loopback_cmd(node, r, opts)) for r in node.rails]
-    out.append(("allreduce", opts.nccl_timeout_s, f"all_reduce_perf {opts.allreduce} -g {gpus}"))
-    out.append(("ecc", 60, f"nvidia-smi --query-gpu={','.join(ECC_FIELDS)} --format=csv,noheader,nounits"))
-    reads = []
-    for r in node.rails:
-        base = f"{opts.ib_sysfs}/{r.hca}"
-        reads.append(f"echo guid {r.index} $(cat {base}/node_guid 2>/dev/null)")
-        reads += [
-            f"echo c {r.index} {c} $(cat {base}/ports/{r.port}/counters/{c} 2>/dev/null)"
-            for c in opts.counters
-        ]
-    out.append(("counters", 30, "; ".join(reads)))
+    allreduce = argv("all_reduce_perf", *opts.allreduce.split(), "-g", gpus)
+    out.append(("allreduce", opts.nccl_timeout_s, allreduce))
+    ecc = argv("nvidia-smi", f"--query-gpu={','.join(ECC_FIELDS)}", "--format=csv,noheader,nounits")
+    out.append(("ecc", 60, ecc))
+    out.append(("counters", 30, counters_cmd(node, opts)))
     return out
 
 
@@ -141,7 +157,7 @@ def script(node: NodeExpect, opts: SuiteOptions) -> tuple[str, float]:
     ]
     total = 30.0
     for key, t, cmd in steps(node, opts):
-        lines.append(f"cfb {key} {t} {shlex.quote(cmd)}")
+        lines.append(argv("cfb", key, int(t), cmd))
         total += t + 3
     return "\n".join(lines) + "\n", total
 
@@ -168,10 +184,41 @@ def _parsed(sec: Section | None, what: str, parse: Callable[[str], Any]) -> tupl
         return None, f"{what}: {_fail(sec, what) if sec.rc else ''} unparsable output: {exc}".strip()
 
 
+def absent(sec: Section | None, tool: str) -> Tool | None:
+    """The tool (or daemon) a section shows missing: then the test measured nothing."""
+    return None if sec is None else missing(tool, sec.rc, sec.out, sec.err)
+
+
+def not_run(test: str, node: str, tool: Tool, component: str = "", unit: str = "") -> Measurement:
+    """A test whose tool is missing: an error naming the tool and its role, no value, no suspect."""
+    return Measurement(
+        test,
+        node,
+        component,
+        unit=unit or TESTS_UNIT.get(test, ""),
+        error=cannot_certify(tool),
+        detail={"missing": tool.name, "install": tool.install},
+    )
+
+
+TESTS_UNIT = {"dcgm.diag": "pass", "all_reduce.node": "GB/s", "ib_write_bw.loopback": "Gb/s"}
+#: the section key -> the program it runs first
+SECTION_TOOL = {
+    "dcgm": "dcgmi",
+    "nvbandwidth": "nvbandwidth",
+    "allreduce": "all_reduce_perf",
+    "ecc": "nvidia-smi",
+}
+
+
 def parse_node(node: NodeExpect, sections: dict[str, Section], opts: SuiteOptions) -> NodeSample:
     n, s = node.name, NodeSample()
     ms = s.measurements
-    diag, err = _parsed(sections.get("dcgm"), "dcgmi diag", dcgmi.parse_diag)
+    gone = {k: absent(sections.get(k), t) for k, t in SECTION_TOOL.items()}
+    gone |= {
+        f"loopback.{r.index}": absent(sections.get(f"loopback.{r.index}"), "ib_write_bw") for r in node.rails
+    }
+    diag, err = (None, "") if gone["dcgm"] else _parsed(sections.get("dcgm"), "dcgmi diag", dcgmi.parse_diag)
     if diag is not None and diag.complete and any(t.result == "Pass" for t in diag.tests):
         failed = {
             t.name: sorted(g for g, r in t.per_gpu.items() if r == "Fail")
@@ -193,6 +240,8 @@ def parse_node(node: NodeExpect, sections: dict[str, Section], opts: SuiteOption
         )
         if diag.dcgm_version:
             s.tool_versions["dcgm"] = diag.dcgm_version
+    elif (tool := gone["dcgm"]) is not None:
+        ms.append(not_run("dcgm.diag", n, tool))
     else:
         aborted = (
             f"dcgmi diag aborted: {' | '.join(diag.errors)}" if diag is not None and diag.aborted else ""
@@ -200,11 +249,24 @@ def parse_node(node: NodeExpect, sections: dict[str, Section], opts: SuiteOption
         ms.append(
             Measurement("dcgm.diag", n, unit="pass", error=err or aborted or "dcgmi diag: no test passed")
         )
-    ms += _nvbandwidth(node, sections.get("nvbandwidth"))
+    if (tool := gone["nvbandwidth"]) is not None:
+        ms += [not_run(f"nvbandwidth.{short}", n, tool, unit="GB/s") for short in NVB_CASES]
+    else:
+        ms += _nvbandwidth(node, sections.get("nvbandwidth"))
     for r in node.rails:
-        ms.append(_loopback(n, r, sections.get(f"loopback.{r.index}")))
-    ms.append(_allreduce(n, sections.get("allreduce"), int(node.gpu["count"])))
-    ms += _ecc(node, sections.get("ecc"), s)
+        tool = gone[f"loopback.{r.index}"]
+        sec = sections.get(f"loopback.{r.index}")
+        ms.append(
+            not_run("ib_write_bw.loopback", n, tool, f"rail{r.index}") if tool else _loopback(n, r, sec)
+        )
+    if (tool := gone["allreduce"]) is not None:
+        ms.append(not_run("all_reduce.node", n, tool))
+    else:
+        ms.append(_allreduce(n, sections.get("allreduce"), int(node.gpu["count"])))
+    if (tool := gone["ecc"]) is not None:
+        ms += [not_run(t, n, tool, unit="count") for t in ("ecc.corrected", "ecc.uncorrected")]
+    else:
+        ms += _ecc(node, sections.get("ecc"), s)
     ms += _counters(node, sections.get("counters"), s)
     return s
 

@@ -114,7 +114,9 @@ def evaluate(
 ) -> Evaluation:
     cfg = cfg or A.AnalysisConfig()
     plan, serials = Plan(plan_doc), serials or {}
-    units, _its = collect(rows)
+    rows = list(rows)
+    units, _its = collect((it, m) for it, m in rows if not m.missing)
+    missing = _missing(rows, nodes)
     pair_kind = {(p.a, p.b, p.rail): p.kind for p in pairs}
     classes: dict[UnitKey, str] = {}
     for key in units:
@@ -135,7 +137,7 @@ def evaluate(
         stats.update(A.fleet_stats(members, cfg))
     series = {k: [(it, m.value if m.ok else None) for it, m in v] for k, v in units.items()}
     findings: dict[str, list[Finding]] = defaultdict(list)
-    fabric: list[Finding] = []
+    fabric: list[Finding] = [f for f in missing.get("", [])]
     evidence: dict[tuple[str, int], str] = {}
 
     def perf_finding(key: UnitKey) -> Finding | None:
@@ -210,10 +212,45 @@ def evaluate(
     verdicts = {}
     for n in nodes:
         seen = [m for k, v in units.items() if k[1] == n for _, m in v]
-        verdict = "fail" if findings.get(n) else ("error" if not any(m.ok for m in seen) else "pass")
-        its = {it for k, v in units.items() if k[1] == n for it, _ in v}
-        verdicts[n] = NodeVerdict(n, verdict, sorted(_dedup(findings.get(n, [])), key=_priority), len(its))
+        # fail only on what was measured; a missing tool makes the node `error` and suspects nothing
+        verdict = (
+            "fail"
+            if findings.get(n)
+            else ("error" if missing.get(n) or not any(m.ok for m in seen) else "pass")
+        )
+        its = {it for it, m in rows if m.node == n}
+        found = sorted(_dedup(findings.get(n, [])), key=_priority) + missing.get(n, [])
+        verdicts[n] = NodeVerdict(n, verdict, found, len(its))
     return Evaluation(verdicts, fabric, stats, classes, series, cfg, suspects)
+
+
+def _missing(rows: Sequence[tuple[int, Measurement]], nodes: Sequence[str]) -> dict[str, list[Finding]]:
+    """One finding per node and missing tool (no component: nothing was measured); a group test's missing
+    tool, whose node is unknown, under the key ``""`` (fabric)."""
+    seen: dict[tuple[str, str], Finding] = {}
+    count: dict[tuple[str, str], int] = defaultdict(int)
+    known = set(nodes)
+    for it, m in rows:
+        if not m.missing:
+            continue
+        on = str(m.detail.get("on") or m.node)
+        on = on if on in known else ""
+        key = (on, m.missing)
+        count[key] += 1
+        if key not in seen:
+            seen[key] = Finding(
+                on,
+                "",
+                "missing",
+                m.test,
+                m.error.split(": ", 1)[1] if m.error.startswith(f"{on}: ") else m.error,
+                evidence={"tool": m.missing, "install": m.detail.get("install"), "first_iteration": it},
+            )
+    out: dict[str, list[Finding]] = defaultdict(list)
+    for (on, tool), f in sorted(seen.items()):
+        f.evidence["measurements"] = count[(on, tool)]
+        out[on].append(f)
+    return dict(out)
 
 
 def _priority(f: Finding) -> tuple[int, int]:

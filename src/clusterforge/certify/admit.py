@@ -13,15 +13,22 @@ from __future__ import annotations
 from typing import Any
 
 from clusterforge.certify.results import NodeResult
+from clusterforge.certify.tools import missing_tools
 
 FULL_RUN_REASON = "clusterforge: full certification in progress"
 
 
 def drain_reason(res: NodeResult) -> str:
+    """Why the node is out: unreachable; a missing tool (``cannot certify: <tool> missing (install: role
+    R, tag T)``, not a hardware failure — checks that failed are counted after it); else the checks."""
     from clusterforge.pool.base import reason_for_checks, sanitize_reason
 
     if res.unreachable:
         return sanitize_reason("clusterforge: unreachable (ssh.reachable)")
+    gone = missing_tools(c.message for c in res.errored)
+    if gone:
+        failed = f" (+{len(res.failed)} failed checks)" if res.failed else ""
+        return sanitize_reason("clusterforge: " + "; ".join(gone) + failed)
     ids = [c.check_id for c in res.failed] + [f"{c.check_id}(error)" for c in res.errored]
     if not ids:
         return sanitize_reason(f"clusterforge: {res.note or 'not certified'}")

@@ -30,6 +30,8 @@ from clusterforge.certify.batch import (
     parse_batch,
     prefetches,
 )
+from clusterforge.certify.commands import read_cmd, read_many_cmd
+from clusterforge.certify.tools import Tool, cannot_certify, missing, tool_of
 from clusterforge.hw import ParseError
 
 T = TypeVar("T")
@@ -41,6 +43,7 @@ __all__ = [
     "CommandRecord",
     "Fix",
     "Probe",
+    "ToolMissing",
     "Unreachable",
     "expect",
     "expect_equal",
@@ -51,16 +54,6 @@ __all__ = [
     "read_many_cmd",
     "wrap",
 ]
-
-
-def read_cmd(path: str) -> str:
-    """The command :meth:`Probe.read` runs."""
-    return f"cat {shlex.quote(path)}"
-
-
-def read_many_cmd(pattern: str) -> str:
-    """The command :meth:`Probe.read_many` runs."""
-    return f"grep -H -m1 '' {pattern}"
 
 
 #: exit codes of coreutils `timeout` and of a shell that cannot find / execute the tool
@@ -81,6 +74,17 @@ class CheckError(Exception):
 
 class Unreachable(CheckError):
     """The node did not answer over SSH."""
+
+
+class ToolMissing(CheckError):
+    """A tool the check runs is not installed, or a daemon it needs is down: verdict ``error`` naming the
+    tool and the role/tag that installs it (never ``fail``: nothing was measured)."""
+
+    def __init__(self, tool: Tool, node: str, *, command: str | None = None, detail: str = "") -> None:
+        self.tool = tool
+        super().__init__(
+            f"{cannot_certify(tool)} on {node}" + (f"; {detail}" if detail else ""), command=command
+        )
 
 
 @dataclass(frozen=True)
@@ -141,12 +145,6 @@ def wrap(command: str, timeout: int) -> str:
         f"LC_ALL=C timeout -k 2 {int(timeout)} sh -c {shlex.quote(command)}; "
         f"r=$?; [ $r -ne {RC_SSH} ] || r={RC_REMOTE_255}; exit $r"
     )
-
-
-def _tool(command: str) -> str:
-    """The program a command line runs first (`nvidia-smi` of `nvidia-smi topo -m`)."""
-    words = command.split()
-    return words[0] if words else command
 
 
 def _short(text: str) -> str:
@@ -249,7 +247,7 @@ class Probe:
         if self._unreachable is not None:
             raise Unreachable(str(self._unreachable), command=command)
         t = int(timeout or self.timeout)
-        tool = _tool(command)
+        tool = tool_of(command)
         if tool in self._hung:
             self.log.append(CommandRecord(command, None, 0.0, error=f"{tool} hung earlier", cached=True))
             raise CheckError(
@@ -286,16 +284,22 @@ class Probe:
         return self._judge(command, t, rc, out, err, tuple(ok))
 
     def _judge(self, command: str, t: int, rc: int, out: str, err: str, ok: tuple[int, ...]) -> str:
-        tool = _tool(command)
+        tool = tool_of(command)
+        absent = missing(command, rc, out, err)
+        if absent is not None:
+            last = (err.strip() or out.strip()).splitlines()[-1:] or [""]
+            what = "not running" if absent.daemon else "not installed or not on PATH"
+            raise ToolMissing(
+                absent,
+                self.node,
+                command=command,
+                detail=f"`{absent.name}` is {what}: exit {rc}: {last[0][:200]}",
+            )
         if rc in ok:
             return out
         if rc in RC_TIMEOUT:
             self._hung.setdefault(tool, command)
             raise CheckError(f"`{command}` hung: no result within {t} s (killed)", command=command)
-        if rc == RC_NOT_FOUND:
-            raise CheckError(
-                f"`{tool}` is not installed or not on PATH on {self.node} (exit 127)", command=command
-            )
         if rc == RC_NOT_EXECUTABLE:
             raise CheckError(f"`{tool}` is not executable on {self.node} (exit 126)", command=command)
         detail = (err.strip() or out.strip())[-300:]
@@ -322,17 +326,18 @@ class Probe:
         """One file's content, stripped (`cat`); a missing file is an error."""
         return self.run(read_cmd(path)).strip()
 
-    def read_many(self, pattern: str) -> dict[str, str]:
-        """Every file a shell glob matches → its first line, in one round trip (``grep -H``).
+    def read_many(self, base: str, pattern: str) -> dict[str, str]:
+        """Every file the fixed glob ``pattern`` matches under the directory ``base`` → its first line, in
+        one round trip (``grep -H``).
 
         No match, or a file that cannot be read, is an error; empty files are left out.
         """
-        out = self.run(read_many_cmd(pattern))
+        out = self.run(read_many_cmd(base, pattern))
         values: dict[str, str] = {}
         for line in out.splitlines():
             path, sep, value = line.partition(":")
             if not sep:
-                raise CheckError(f"unexpected line reading {pattern}: {line!r}")
+                raise CheckError(f"unexpected line reading {base}/{pattern}: {line!r}")
             values[path] = value.strip()
         return values
 
@@ -379,6 +384,8 @@ def measure(
         except CheckError as exc:
             probe.attempts.append(Attempt(n, None, unit, False, error=str(exc)))
             errors.append(str(exc))
+            if isinstance(exc, ToolMissing) and not values:
+                raise  # nothing to retry: the tool is not there
             if isinstance(exc, Unreachable):
                 break
             continue

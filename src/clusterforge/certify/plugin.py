@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from clusterforge.certify.checks import CheckError, CheckFailed, Unreachable
+from clusterforge.certify.checks import CheckError, CheckFailed, Fix, ToolMissing, Unreachable
 
 TIERS = ("quick", "full", "burnin")
 _WRITER = pytest.StashKey["_Writer | None"]()
@@ -105,8 +105,11 @@ def check_id(item: pytest.Item) -> str:
     return cid
 
 
-def classify(excinfo: pytest.ExceptionInfo[BaseException] | None, when: str) -> dict[str, Any]:
-    """Verdict and message of one phase's exception (None → pass)."""
+def classify(
+    excinfo: pytest.ExceptionInfo[BaseException] | None, when: str, node: str = "-"
+) -> dict[str, Any]:
+    """Verdict and message of one phase's exception (None → pass). A missing tool or daemon is ``error``
+    naming it and the role/tag that installs it (``missing``, ``fix``), never ``fail``."""
     if excinfo is None:
         return {"verdict": "pass", "message": ""}
     exc = excinfo.value
@@ -124,6 +127,10 @@ def classify(excinfo: pytest.ExceptionInfo[BaseException] | None, when: str) -> 
         return {"verdict": "fail", "message": str(exc).split("\n")[0] or "assertion failed"}
     if isinstance(exc, CheckError):
         rec: dict[str, Any] = {"verdict": "error", "message": str(exc)}
+        if isinstance(exc, ToolMissing):
+            rec["missing"] = exc.tool.name
+            if exc.tool.role:
+                rec["fix"] = Fix(exc.tool.role, exc.tool.tag).render(node)
         if isinstance(exc, Unreachable):
             rec["unreachable"] = True
         return rec
@@ -141,7 +148,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             return
     elif call.when != "call":
         return
-    res = classify(call.excinfo, call.when)
+    res = classify(call.excinfo, call.when, node_of(item))
     report.user_properties.append(("cf_verdict", res["verdict"]))
     w = item.config.stash.get(_WRITER, None)
     if w is None:

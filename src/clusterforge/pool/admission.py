@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from clusterforge.certify.tools import missing_tools
 from clusterforge.pool.base import HOLD_REASON, PoolManager, reason_for_checks, sanitize_reason
 from clusterforge.records import certificate as certmod
 from clusterforge.records import signing
@@ -96,6 +97,9 @@ def _tier_verdict(
         if latest.get("verdict") == "pass":
             return latest, ""
         failed = [str(ch.get("id")) for ch in latest.get("checks", []) if ch.get("status") != "pass"]
+        gone = missing_tools(str(ch.get("message") or "") for ch in latest.get("checks", []))
+        if gone and latest.get("verdict") == "error":  # a tool was missing: not a hardware failure
+            return None, f"{tier}: " + "; ".join(gone)
         what = "failed" if latest.get("verdict") == "fail" else "could not run"
         if not failed:
             return None, f"{tier}: {latest.get('verdict')}"

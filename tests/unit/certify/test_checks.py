@@ -109,10 +109,10 @@ def test_read_many(probe: Probe, tmp_path: Any) -> None:
     for i in range(3):
         (tmp_path / f"f{i}").write_text(f"v{i}\nsecond line\n")
     (tmp_path / "empty").write_text("")
-    got = probe.read_many(f"{tmp_path}/f*")
+    got = probe.read_many(str(tmp_path), "f*")
     assert got == {f"{tmp_path}/f{i}": f"v{i}" for i in range(3)}
     with pytest.raises(CheckError):
-        probe.read_many(f"{tmp_path}/nothing*")
+        probe.read_many(str(tmp_path), "nothing*")
 
 
 def test_fail_message_names_expected_found_fix() -> None:

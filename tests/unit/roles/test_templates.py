@@ -170,7 +170,7 @@ def test_boot_time_tuning_conf_and_chrony() -> None:
     out = render(
         "os_tuning", templates={"conf": "templates/os-tuning.conf.j2", "chrony": "templates/chrony.conf.j2"}
     )
-    assert 'GOVERNOR="performance"\nCSTATE_MAX="1"\nTHP="madvise"\n' in out["conf"]
+    assert "GOVERNOR=performance\nCSTATE_MAX=1\nTHP=madvise\n" in out["conf"]
     assert "server 10.244.0.1 iburst\n" in out["chrony"] and "pool" not in out["chrony"]
 
 
@@ -193,22 +193,23 @@ def test_roce_qos_conf() -> None:
     out = render("rdma", templates={"conf": "templates/roce-qos.conf.j2"})["conf"]
     body = [line for line in out.splitlines() if not line.startswith("#")]
     assert body == [
-        'TRUST="dscp"',
-        'PFC="0,0,0,1,0,0,0,0"',
-        'PRIORITY="3"',
-        'ECN="1"',
-        'ECN_MISSING="fail"',
-        'CNP_DSCP="48"',
-        'CNP_PRIO="6"',
-        'CNP_DSCP_PATHS="/sys/class/net/{netdev}/ecn/roce_np/cnp_dscp'
-        ' /sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_dscp"',
-        'CNP_PRIO_PATHS="/sys/class/net/{netdev}/ecn/roce_np/cnp_802p_prio'
-        ' /sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_prio"',
-        'ROCE_TOS="106"',
-        'ROCE_MODE="RoCE v2"',
-        'MTU="9000"',
-        'WAIT_S="60"',
-        'RAILS="enp24s0np0,mlx5_0,1,0000:18:00.0 enp64s0np0,mlx5_1,1,0000:40:00.0"',
+        "TRUST=dscp",
+        "PFC=0,0,0,1,0,0,0,0",
+        "PRIORITY=3",
+        "ECN=1",
+        "ECN_MISSING=fail",
+        "CNP_DSCP=48",
+        "CNP_PRIO=6",
+        "CNP_DSCP_PATH=/sys/class/net/{netdev}/ecn/roce_np/cnp_dscp",
+        "CNP_DSCP_PATH=/sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_dscp",
+        "CNP_PRIO_PATH=/sys/class/net/{netdev}/ecn/roce_np/cnp_802p_prio",
+        "CNP_PRIO_PATH=/sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_prio",
+        "ROCE_TOS=106",
+        "ROCE_MODE=RoCE v2",
+        "MTU=9000",
+        "WAIT_S=60",
+        "RAIL=enp24s0np0,mlx5_0,1,0000:18:00.0",
+        "RAIL=enp64s0np0,mlx5_1,1,0000:40:00.0",
     ]
 
 
@@ -362,4 +363,4 @@ def test_image_driver_pins_only_what_the_role_installs() -> None:
 
 def test_acs_conf_lists_the_rail_nics() -> None:
     out = render("nvidia_gpu", templates={"acs": "templates/acs.conf.j2"})["acs"]
-    assert 'SCOPE="gpu_nic_paths"\nNIC_PCI="0000:18:00.0 0000:40:00.0"\n' in out
+    assert "SCOPE=gpu_nic_paths\nNIC_PCI=0000:18:00.0\nNIC_PCI=0000:40:00.0\n" in out

@@ -108,7 +108,8 @@ def compile_and_render(texts: list[str], out: Path) -> list[tuple[dict[str, Node
 
 
 def _shell_vars(text: str) -> dict[str, str]:
-    return dict(re.findall(r'(?m)^([A-Z_]+)="(.*)"$', text))
+    """KEY=value data lines as the boot scripts read them (never sourced)."""
+    return dict(re.findall(r"(?m)^([A-Z_]+)=(.*)$", text))
 
 
 def assert_agree(node: NodeExpect, r: dict[str, Any]) -> None:

@@ -1,8 +1,12 @@
 # Copyright: clusterforge contributors
 # Apache-2.0
-"""Filters for the clusterforge roles: kernel command line comparison and NVIDIA package specs."""
+"""Filters for the clusterforge roles: kernel command line comparison, NVIDIA package specs, and checked
+values for the files the roles render (a value is data: it can never add a line, a directive or shell
+syntax to a configuration file or a boot script's input)."""
 
 from __future__ import annotations
+
+import re
 
 from ansible.errors import AnsibleFilterError
 
@@ -68,6 +72,42 @@ def package_specs(packages, version, family, epoch=""):
     return specs
 
 
+#: what a value rendered into a node file may look like, by kind (the boot scripts check the same patterns)
+VALUE_PATTERNS = {
+    # Linux interface name (IFNAMSIZ 16: at most 15 characters; no '/', ':' or whitespace); no leading '-'
+    "netdev": r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,14}",
+    # RDMA device name (mlx5_0, rocep24s0f0, irdma0)
+    "hca": r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}",
+    # PCI address, with or without the domain
+    "pci": r"(?:[0-9A-Fa-f]{4}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]",
+    # host name or IPv4/IPv6 address (chrony `server`)
+    "host": r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*",
+    # an absolute path, {netdev}/{pci} placeholders allowed
+    "path": r"/[A-Za-z0-9_./{}@+-]*",
+    # a kernel command-line parameter (it lands in GRUB_CMDLINE_LINUX="...", which update-grub sources)
+    "kparam": r"[A-Za-z0-9_.,:=/+@-]+",
+    # an environment variable name (nccl.conf)
+    "name": r"[A-Za-z_][A-Za-z0-9_]*",
+    # one line of text: no control characters (newline, carriage return, NUL, escape …)
+    "line": r"[^\x00-\x1f\x7f]*",
+}
+
+
+def cf_checked(value, kind, what="value"):
+    """``value`` (as a string) when it is a valid ``kind`` (see VALUE_PATTERNS), else a task error naming it.
+
+    ``{{ r.netdev | clusterforge.node.cf_checked('netdev', 'rail netdev') }}``."""
+    pattern = VALUE_PATTERNS.get(kind)
+    if pattern is None:
+        raise AnsibleFilterError("cf_checked: unknown kind %r" % (kind,))
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise AnsibleFilterError("%s: expected a %s, found %r (%s)" % (what, kind, value, type(value).__name__))
+    text = str(value)
+    if not re.fullmatch(pattern, text):
+        raise AnsibleFilterError("%s: %r is not a valid %s (expected %s)" % (what, text, kind, pattern))
+    return text
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -75,4 +115,5 @@ class FilterModule:
             "cmdline_stale": cmdline_stale,
             "apt_version_pattern": apt_version_pattern,
             "package_specs": package_specs,
+            "cf_checked": cf_checked,
         }
