@@ -156,7 +156,7 @@ class BenchmarkTool(_Strict):
     version: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$")
     install: Literal["package", "artifact", "source"] = "package"
     package: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9.+-]*$")
-    url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    url: str | None = Field(default=None, pattern=r"^(https?|file)://\S+$")
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
     @model_validator(mode="after")
