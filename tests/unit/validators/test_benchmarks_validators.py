@@ -7,11 +7,12 @@ import dataclasses
 from typing import Any
 
 import pytest
+import yaml
 
 from clusterforge.certify.checks import CheckError, CheckFailed
 from clusterforge.certify.expect import NodeExpect
 
-from .conftest import FakeNode, validator
+from .conftest import REPO, FakeNode, validator
 
 bench = validator("benchmarks")
 
@@ -112,3 +113,11 @@ def test_a_plan_without_the_pin_is_an_error(ib_node: NodeExpect) -> None:
     software = {k: v for k, v in ib_node.software.items() if k != "nvbandwidth"}
     with pytest.raises(CheckError, match=r"no software\.nvbandwidth pin"):
         bench.test_tool(dataclasses.replace(ib_node, software=software), fake(), "nvbandwidth")
+
+
+def test_the_check_knows_the_role_defaults() -> None:
+    defaults = yaml.safe_load((REPO / "playbooks/roles/benchmarks/defaults/main.yml").read_text())
+    assert defaults["benchmarks_prefix"] == bench.PREFIX
+    for tool, t in bench.TOOLS.items():
+        assert defaults[f"benchmarks_{tool}_package"] == t.dir
+        assert t.binary in defaults[f"benchmarks_{tool}_binaries"]
