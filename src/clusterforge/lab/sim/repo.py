@@ -194,8 +194,8 @@ def packages() -> list[Deb]:
             Deb(
                 "nvbandwidth",
                 f"{v}-1",
-                f"NVIDIA nvbandwidth v{v} (simulated by the clusterforge lab; a site builds this package from "
-                "the upstream release, NVIDIA/nvbandwidth)",
+                f"NVIDIA nvbandwidth v{v} (simulated by the clusterforge lab; a site builds this package "
+                "from the upstream release, NVIDIA/nvbandwidth)",
                 links={"/usr/bin/nvbandwidth": paths.ENTRY},
                 files=_marker("nvbandwidth", version=f"v{v}"),
             )
