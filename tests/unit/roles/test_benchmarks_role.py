@@ -292,3 +292,47 @@ def test_source_build_in_check_mode_plans_every_step_and_writes_nothing(
     assert "-DCMAKE_CUDA_ARCHITECTURES=90" in cmake
     assert "-DCMAKE_CUDA_COMPILER=/usr/local/cuda-12.8/bin/nvcc" in cmake
     assert not prefix.exists() and not bindir.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the role manages root-owned files")
+def test_package_tools_drop_links_left_from_an_artifact_install(run_ansible: Runner, tmp_path: Path) -> None:
+    """The links step with both tools as packages (the lab's case: nothing to link): a link this role made
+    into the prefix goes, so the packaged binary is the one on PATH; other files are left alone."""
+    prefix, bindir = tmp_path / "opt", tmp_path / "bin"
+    (prefix / "nvbandwidth-0.7" / "bin").mkdir(parents=True)
+    bindir.mkdir()
+    (bindir / "nvbandwidth").symlink_to(prefix / "nvbandwidth-0.7" / "bin" / "nvbandwidth")
+    (bindir / "all_reduce_perf").symlink_to("/usr/lib/elsewhere/all_reduce_perf")  # not ours
+    (bindir / "sendrecv_perf").write_text("#!/bin/sh\n")  # not a link
+    playbook = tmp_path / "links.yml"
+    playbook.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "benchmarks links only",
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "tasks": [
+                        {"ansible.builtin.include_role": {"name": "benchmarks", "tasks_from": "links"}}
+                    ],
+                }
+            ]
+        )
+    )
+    knobs = tmp_path / "knobs.yml"
+    knobs.write_text(yaml.safe_dump({"benchmarks_prefix": str(prefix), "benchmarks_bin_dir": str(bindir)}))
+    res = run_ansible(
+        "ansible-playbook",
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        "-e",
+        f"@{knobs}",
+        str(playbook),
+        env={"ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles")},
+        json_output=True,
+    )
+    assert res.rc == 0, res.output[-4000:]
+    assert sorted(p.name for p in bindir.iterdir()) == ["all_reduce_perf", "sendrecv_perf"]
+    assert _changed(res) == ["benchmarks : Remove those links (the packaged binary is the one on PATH)"]
