@@ -42,6 +42,8 @@ FIXES: dict[str, Fix] = {
     "rdma_netdev": Fix("rdma", "network"),
     # nccl
     "nccl": Fix("nccl", "nccl"),
+    # benchmarks (nccl-tests, nvbandwidth)
+    "benchmarks": Fix("benchmarks", "benchmarks"),
     # hardware: nothing to re-apply
     "gpu_hw": Fix(
         action="drain the node, reset the GPU (`nvidia-smi -r`) or reboot; RMA the GPU if it recurs"

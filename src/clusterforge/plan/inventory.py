@@ -102,6 +102,7 @@ def all_vars(plan: Plan) -> dict[str, Any]:
         "nccl_net_gdr_level": "PXB",
         "nccl_version": sw["nccl"],
         "nccl_cuda_version": sw["cuda"],
+        **benchmarks_vars(sw),
     }
     if d["target"] == "lab":
         root = f"{LAB_ROOT}/{d['cluster']}"
@@ -119,6 +120,23 @@ def all_vars(plan: Plan) -> dict[str, Any]:
             }
         )
     out.update(bios_vars.all_vars(d))
+    return out
+
+
+BENCHMARK_TOOLS = ("nccl_tests", "nvbandwidth")
+
+
+def benchmarks_vars(sw: dict[str, Any]) -> dict[str, Any]:
+    """The benchmarks role's knobs: each tool's pin and install method (software.<tool>), and the CUDA and
+    NCCL a source build compiles against. A package name or URL the spec leaves out keeps the role default."""
+    out: dict[str, Any] = {"benchmarks_cuda_version": sw["cuda"], "benchmarks_nccl_version": sw["nccl"]}
+    for tool in BENCHMARK_TOOLS:
+        pin = sw[tool]
+        out[f"benchmarks_{tool}_version"] = pin["version"]
+        out[f"benchmarks_{tool}_install"] = pin["install"]
+        for key, knob in (("package", "package"), ("url", "artifact_url"), ("sha256", "sha256")):
+            if pin.get(key):
+                out[f"benchmarks_{tool}_{knob}"] = pin[key]
     return out
 
 

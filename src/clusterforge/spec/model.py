@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from clusterforge.spec.sku import Sku
 from clusterforge.spec.values import (
@@ -155,6 +155,33 @@ class Rdma(_Strict):
     version: Token
 
 
+class BenchmarkTool(_Strict):
+    """A benchmark tool the full tier and burn-in run, installed by the `benchmarks` role at `version`:
+    ``package`` from the site's repositories, ``artifact`` (an operator-built tarball: ``url`` + ``sha256``)
+    or ``source`` (the upstream release tag v<version>, built on the node; ``sha256`` of its tarball)."""
+
+    version: str = Field(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?$")
+    install: Literal["package", "artifact", "source"] = "package"
+    package: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9.+-]{0,63}$")
+    # no quote, space, `$`, `;`, backslash or brace: the URL reaches a module argument, never a shell
+    url: str | None = Field(
+        default=None, max_length=2048, pattern=r"^(https?|file)://[A-Za-z0-9._~:/?#@%+=&,-]+$"
+    )
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+
+    @model_validator(mode="after")
+    def _method(self) -> BenchmarkTool:
+        if self.install == "artifact" and not (self.url and self.sha256):
+            raise ValueError("install: artifact needs url and sha256")
+        if self.install != "artifact" and self.url:
+            raise ValueError("url is only for install: artifact")
+        if self.install != "package" and self.package:
+            raise ValueError("package is only for install: package")
+        if self.install == "package" and self.sha256:
+            raise ValueError("sha256 is for install: artifact or source")
+        return self
+
+
 class Software(_Strict):
     nvidia_driver: Driver
     cuda: str = Field(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}$")
@@ -164,6 +191,8 @@ class Software(_Strict):
     nic_firmware: Token | None = None
     vbios: Token | None = None
     bios: Token | None = None
+    nccl_tests: BenchmarkTool = BenchmarkTool(version="2.14.1")
+    nvbandwidth: BenchmarkTool = BenchmarkTool(version="0.8")
 
 
 class Hugepages(_Strict):

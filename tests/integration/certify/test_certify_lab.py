@@ -206,13 +206,7 @@ def test_unreachable_and_hung_tool(certify_lab: Any) -> None:
 def test_full_tier_noisy_passes_slow_nic_fails(certify_lab: Any) -> None:
     from clusterforge.lab.sim.faults import apply
 
-    for n in ("roce-01", "roce-02"):  # the full tier's tools (not installed by the roles yet)
-        certify_lab.lab.exec(
-            n,
-            ["apt-get", "install", "-y", "-q", "clusterforge-sim-nvbandwidth", "clusterforge-sim-nccl-tests"],
-            timeout=300,
-            check=True,
-        )
+    # the full tier's tools (nvbandwidth, all_reduce_perf) were installed by provisioning (role benchmarks)
     apply(certify_lab.lab, "roce-01", "slow-nic", rail=3)
     apply(certify_lab.lab, "roce-02", "noisy")
     try:

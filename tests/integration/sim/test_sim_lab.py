@@ -1,15 +1,19 @@
 """The simulator inside real lab nodes: kernel views at real paths, the simulated NVIDIA packages from the
-lab's apt repository, and every fault kind visible through the real command path (SSH) and cleared.
+lab's vendor repository, and every fault kind visible through the real command path (SSH) and cleared.
 
-The two nodes used are reset to the pristine image, get packages installed, and are reset again at the end.
+The two nodes used are reset to the pristine image; the product's own roles (nvidia_gpu, nccl, benchmarks:
+`clusterforge provision --tags ... --no-reboot`) install the packages, nothing is installed by hand; the
+nodes are reset again at the end.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,13 +25,8 @@ from clusterforge.lab.sim import faults, paths
 from clusterforge.lab.sim.state import initial_state
 
 pytestmark = pytest.mark.lab
-PACKAGES = [
-    "nvidia-driver-570=570.133.20-1",
-    "nvidia-fabricmanager-570=570.133.20-1",
-    "datacenter-gpu-manager-4-cuda12",
-    "clusterforge-sim-nccl-tests",
-    "clusterforge-sim-nvbandwidth",
-]
+# The NVIDIA stack (driver, fabric manager, DCGM), NCCL and the benchmark tools; no OS tuning, no reboot.
+ROLE_TAGS = "nvidia_gpu,nccl,benchmarks"
 
 
 class Node:
@@ -62,7 +61,7 @@ class Node:
 
 
 def _prepare(lab: Any, n: Node) -> None:
-    """State (if the lab did not write it before the first boot), the lab repo, the NVIDIA packages."""
+    """State, if the lab did not write it before the first boot (simulated hardware, not a package)."""
     if lab.exec(n.name, ["test", "-f", paths.STATE]).returncode != 0:
         st = initial_state(lab.plan.raw, n.name)
         r = lab.exec(
@@ -72,24 +71,25 @@ def _prepare(lab: Any, n: Node) -> None:
         )
         assert r.returncode == 0, r.stderr
         n.sh("systemctl start clusterforge-sim-boot.service clusterforge-sim-kernel.service")
-    url = lab.repo.url
-    n.sh(
-        'mkdir -p /etc/apt/keyrings && python3 -c "import urllib.request,sys; '
-        f"sys.stdout.buffer.write(urllib.request.urlopen('{url}/clusterforge-lab-archive-keyring.gpg').read())\""
-        " > /etc/apt/keyrings/clusterforge-lab.gpg"
-    )
-    n.sh(
-        f"echo 'deb [signed-by=/etc/apt/keyrings/clusterforge-lab.gpg] {url} stable main' "
-        "> /etc/apt/sources.list.d/clusterforge-lab-nvidia.list"
-    )
-    n.sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq " + " ".join(PACKAGES))
-    n.sh(
-        "systemctl enable --now nvidia-fabricmanager.service nvidia-dcgm.service nvidia-persistenced.service"
-    )
+
+
+def _provision(plan_path: Path, names: list[str]) -> None:
+    """The roles install the packages from the lab's vendor repository, as `clusterforge provision --tags
+    nvidia_gpu,nccl,benchmarks --limit A,B --no-reboot` does (services started, nvidia_peermem loaded)."""
+    from rich.console import Console
+
+    from clusterforge.run.provision import Options, provision
+
+    doc = json.loads(plan_path.read_text())
+    opts = Options(limit=",".join(names), tags=ROLE_TAGS, no_reboot=True)
+    with open(os.devnull, "w") as sink:
+        report = provision(doc, plan_path.parent, opts, None, Console(file=sink, width=200))
+    failed = {h.host: f"{h.failed_task}: {h.message}" for h in report.failed}
+    assert report.ok, f"provisioning {names} with tags {ROLE_TAGS} failed: {failed}"
 
 
 @pytest.fixture(scope="module")
-def pair(lab: Any) -> Iterator[tuple[Node, Node]]:
+def pair(lab: Any, lab_plan_path: Path) -> Iterator[tuple[Node, Node]]:
     by_fabric: dict[str, list[str]] = {}
     for n in lab.plan.nodes:
         by_fabric.setdefault(n.fabric, []).append(n.name)
@@ -101,9 +101,10 @@ def pair(lab: Any) -> Iterator[tuple[Node, Node]]:
         lab.repo.start()
     a, b = Node(lab, names[0]), Node(lab, names[1])
     for n in (a, b):
-        # pristine first: earlier modules may have left the node provisioned (its own NVIDIA apt source)
+        # pristine first: earlier modules may have left the node provisioned
         lab.reset(n.name)
         _prepare(lab, n)
+    _provision(lab_plan_path, [a.name, b.name])
     yield a, b
     for n in (a, b):
         lab.reset(n.name)

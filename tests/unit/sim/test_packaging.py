@@ -35,6 +35,9 @@ def test_build_repo(tmp_path: Path) -> None:
     assert versions["nvidia-driver-570"] == {"570.133.20-1", "570.148.08-1"}
     assert versions["nvidia-driver-550"] == {"550.163.01-1"}
     assert "datacenter-gpu-manager-4-cuda12" in versions and "libnvidia-nscq-570" in versions
+    # the benchmark tools under the names a site repository gives them (the benchmarks role installs them)
+    assert versions["nccl-tests"] == {"2.14.1-1"} and versions["nvbandwidth"] == {"0.8-1"}
+    assert not [name for name in versions if name.startswith("clusterforge-sim")]
     fm = next(
         p for p in pkgs if p["Package"] == "nvidia-fabricmanager-570" and p["Version"] == "570.133.20-1"
     )

@@ -88,7 +88,7 @@ def nvbandwidth(argv: list[str]) -> int:
     st, run = S.next_run()
     drv = S.driver() or {"version": "N/A"}
     err = _cuda_error(st)
-    ver = S.package("clusterforge-sim-nvbandwidth") or {"version": "v0.8"}
+    ver = S.package("nvbandwidth") or {"version": "v0.8"}
     cuda = G.cuda_version(drv) if drv.get("version") != "N/A" else "12.8"
     cv = int(cuda.split(".")[0]) * 1000 + int(cuda.split(".")[1]) * 10
     out = [

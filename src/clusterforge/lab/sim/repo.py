@@ -26,6 +26,19 @@ from . import paths, units
 DRIVERS = [("550", "550.163.01", "12.4"), ("570", "570.133.20", "12.8"), ("570", "570.148.08", "12.8")]
 DCGM_VERSIONS = ["4.2.3", "4.4.1"]
 NCCL_VERSIONS = [("2.21.5", "12.4"), ("2.26.2", "12.8")]
+# The benchmark tools under the names a site repository gives them (NVIDIA publishes no .deb of either);
+# the spec's default pins (software.nccl_tests / software.nvbandwidth) are among these versions.
+NCCL_TESTS_VERSIONS = ["2.14.1"]
+NVBANDWIDTH_VERSIONS = ["0.8"]
+NCCL_TESTS = [
+    "all_reduce_perf",
+    "all_gather_perf",
+    "reduce_scatter_perf",
+    "alltoall_perf",
+    "broadcast_perf",
+    "reduce_perf",
+    "sendrecv_perf",
+]
 KEYRING = "clusterforge-lab-archive-keyring.gpg"
 MAINTAINER = "clusterforge lab simulator <lab@clusterforge.invalid>"
 
@@ -164,35 +177,29 @@ def packages() -> list[Deb]:
                 files=_marker("libnccl2", version=v, cuda=cuda),
             )
         )
-    tests = [
-        "all_reduce_perf",
-        "all_gather_perf",
-        "reduce_scatter_perf",
-        "alltoall_perf",
-        "broadcast_perf",
-        "reduce_perf",
-        "sendrecv_perf",
-    ]
-    debs.append(
-        Deb(
-            "clusterforge-sim-nccl-tests",
-            "2.14.1-1",
-            "nccl-tests binaries as the clusterforge lab simulates them (no such package exists upstream: "
-            "real clusters build NVIDIA/nccl-tests from source)",
-            depends=["libnccl2"],
-            links={f"/usr/bin/{t}": paths.ENTRY for t in tests},
-            files=_marker("clusterforge-sim-nccl-tests", version="2.14.1"),
+    for v in NCCL_TESTS_VERSIONS:
+        debs.append(
+            Deb(
+                "nccl-tests",
+                f"{v}-1",
+                f"NVIDIA nccl-tests {v} performance tests (simulated by the clusterforge lab; a site builds "
+                "this package from the upstream release, NVIDIA/nccl-tests)",
+                depends=["libnccl2"],
+                links={f"/usr/bin/{t}": paths.ENTRY for t in NCCL_TESTS},
+                files=_marker("nccl-tests", version=v),
+            )
         )
-    )
-    debs.append(
-        Deb(
-            "clusterforge-sim-nvbandwidth",
-            "0.8-1",
-            "nvbandwidth as the clusterforge lab simulates it (upstream NVIDIA/nvbandwidth ships no package)",
-            links={"/usr/bin/nvbandwidth": paths.ENTRY},
-            files=_marker("clusterforge-sim-nvbandwidth", version="v0.8"),
+    for v in NVBANDWIDTH_VERSIONS:
+        debs.append(
+            Deb(
+                "nvbandwidth",
+                f"{v}-1",
+                f"NVIDIA nvbandwidth v{v} (simulated by the clusterforge lab; a site builds this package "
+                "from the upstream release, NVIDIA/nvbandwidth)",
+                links={"/usr/bin/nvbandwidth": paths.ENTRY},
+                files=_marker("nvbandwidth", version=f"v{v}"),
+            )
         )
-    )
     return debs
 
 
