@@ -65,7 +65,9 @@ def bom_lines(plan: Plan, sheet: CableSheet) -> list[BomLine]:
         assemblies.setdefault((c.cable_part, c.cable_type, c.length_m), set()).add(c.assembly_id)
         for part, end in optic_ends(c):
             optics.setdefault(part, set()).add(end)
-    for (part, kind, metres), ids in sorted(assemblies.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+    for (part, kind, metres), ids in sorted(
+        assemblies.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])
+    ):
         q = len(ids)
         spare = _spare(q, sp.percent, sp.minimum)
         out.append(BomLine("cable", f"{kind}, {metres:g} m", q, part, f"{metres:g}", spare, q + spare))

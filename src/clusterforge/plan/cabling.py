@@ -10,9 +10,9 @@ plan's link order (compute fabrics: `<fabric>-nl-` node-leaf, `-ls-` leaf-spine,
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from operator import itemgetter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from clusterforge.errors import InputError
@@ -21,9 +21,8 @@ from clusterforge.plan.cabling_media import Cable, GroupEnds, Leg, assign_group
 from clusterforge.plan.site_layout import Loc, SiteLayout
 from clusterforge.spec.checks_cabling import BMC_SPEED_GBPS
 from clusterforge.spec.layout import rack_name
-from clusterforge.spec.netcatalog import SwitchPorts, family_for, switch_models
+from clusterforge.spec.netcatalog import Family, PortNaming, Shape, family_for, switch_models
 
-new_leg = tuple.__new__
 KIND_CODE = {"node-leaf": "nl", "leaf-spine": "ls", "spine-core": "sc"}
 CSV_FIELDS = (
     *("fabric", "kind", "a_device", "a_port", "b_device", "b_port", "speed_gbps", "cable_id", "assembly_id"),
@@ -63,12 +62,20 @@ class CableSheet:
     _rails: dict[str, list[RailCable]] = field(default_factory=dict, repr=False)
 
     def node_rails(self, node: str) -> list[RailCable]:
-        """Each compute rail of `node`, in rail order, with its expected cable; KeyError for an unknown node."""
+        """Each compute rail of `node`, in rail order, with its expected cable; KeyError if unknown."""
         if not self._rails:
             for c in self.cables:
                 if c.kind == "node-leaf":
                     rc = RailCable(
-                        c.a_port, c.cable_id, "", c.a_port_name, c.a, c.b_device, c.b_port, c.b_port_name, c.b,
+                        c.a_port,
+                        c.cable_id,
+                        "",
+                        c.a_port_name,
+                        c.a,
+                        c.b_device,
+                        c.b_port,
+                        c.b_port_name,
+                        c.b,
                         c.speed_gbps,
                     )
                     self._rails.setdefault(c.a_device, []).append(rc)
@@ -104,7 +111,7 @@ class _Builder:
         self.models = switch_models()
         self.switches: list[SwitchUnit] = []
         self.legs: list[Leg] = []
-        self.groups: dict[tuple[str, int], GroupEnds] = {}
+        self.groups: dict[tuple[str, int, str], GroupEnds] = {}
 
     def _height(self, model: str) -> int:
         sw = self.models.get(model)
@@ -124,60 +131,79 @@ class _Builder:
         doc_nodes = {n["name"]: n for n in self.plan.doc["nodes"]}
         for f in self.plan.fabrics.values():
             speed, h = f.port_speed_gbps, self._height(f.switch_model)
-            sp = SwitchPorts(f.switch_model, speed)
+            sp = PortNaming(f.switch_model, speed)
             node_loc = self.layout.node
             loc: dict[str, Loc] = {}
             for leaves in f.failure_domains.su_leaves:
                 row = self.layout.row_of(f.failure_domains.leaf_nodes[leaves[0]][0])
                 for leaf in leaves:
-                    loc[leaf] = self._unit(leaf, f.switch_model, f.name, "leaf", self.layout.row_end(leaf, row, h))
+                    loc[leaf] = self._unit(
+                        leaf, f.switch_model, f.name, "leaf", self.layout.row_end(leaf, row, h)
+                    )
             for s in f.switches:
                 if s.role != "leaf":
-                    loc[s.name] = self._unit(s.name, f.switch_model, f.name, s.role, self.layout.network_row(s.name, h))
+                    loc[s.name] = self._unit(
+                        s.name, f.switch_model, f.name, s.role, self.layout.network_row(s.name, h)
+                    )
             counts = Counter(map(itemgetter(0), f.links))
             ids = {k: self._ids(f"{f.name}-{code}", counts[k]) for k, code in KIND_CODE.items()}
             netdevs: dict[str, list[str]] = {}
             split = family_for(speed, sp.connector, nic, "split") if sp.per_cage > 1 else None
-            straight = family_for(speed, sp.connector, sp.connector, "straight")
-            fanout = family_for(speed, sp.connector, sp.connector, "fanout")
-            occupancy: dict[tuple[str, int], int] = {}
+            occupancy: Counter[tuple[str, int | None]] = Counter()
+            uplinks: dict[tuple[str, int, str], GroupEnds] = {}
             for kind, a, ap, b, bp, _ in f.links:
                 br = sp.ref(bp)
                 if kind == "node-leaf":
                     names = netdevs.get(a)
                     if names is None:
                         names = netdevs[a] = [r["netdev"] for r in doc_nodes[a]["rails"]]
-                    leg = new_leg(Leg, (f.name, kind, a, ap, names[ap], None, node_loc(a), b, bp, br.name, br.cage,
-                                        loc[b], speed, next(ids[kind])))
-                    self._group((b, br.cage), leg, split, switch_end="b")
+                    leg = Leg(f.name, kind, a, ap, names[ap], None, node_loc(a), b, bp, br.name, br.cage,
+                              loc[b], speed, next(ids[kind]))  # fmt: skip
+                    self._group((b, br.cage, "down"), leg, split, "b")
                 else:
                     ar = sp.ref(ap)
-                    leg = new_leg(Leg, (f.name, kind, a, ap, ar.name, ar.cage, loc[a], b, bp, br.name, br.cage,
-                                        loc[b], speed, next(ids[kind])))
-                    occupancy[(b, br.cage)] = occupancy.get((b, br.cage), 0) + 1
-                    self._group((a, ar.cage), leg, None, switch_end="a")
+                    leg = Leg(f.name, kind, a, ap, ar.name, ar.cage, loc[a], b, bp, br.name, br.cage, loc[b],
+                              speed, next(ids[kind]))  # fmt: skip
+                    occupancy[(b, br.cage)] += 1
+                    key = (a, ar.cage, "up")
+                    uplinks[key] = self._group(key, leg, None, "a")
                 self.legs.append(leg)
-            for key, g in self.groups.items():  # switch-to-switch groups of this fabric: straight or fan-out
-                if g.family is None and g.legs[0].fabric == f.name and g.legs[0].kind != "node-leaf":
-                    ends = {(x.b_dev, x.b_cage) for x in g.legs}
-                    whole = len(g.legs) == sp.per_cage and len(ends) == 1 and occupancy[next(iter(ends))] == len(g.legs)
-                    g.family = straight if whole else fanout
-                    g.shape_known = True
+            # a switch-to-switch cage is one 800G cable when all its legs go to one cage that has no other
+            # legs ("straight"); otherwise each leg is a fibre between two transceivers ("fanout")
+            straight = family_for(speed, sp.connector, sp.connector, "straight")
+            fanout = family_for(speed, sp.connector, sp.connector, "fanout")
+            for g in uplinks.values():
+                ends = {(x.b_dev, x.b_cage) for x in g.legs}
+                whole = len(g.legs) == sp.per_cage and len(ends) == 1 and occupancy[ends.pop()] == len(g.legs)
+                g.family = straight if whole else fanout
 
-    def _group(self, key: tuple[str, int], leg: Leg, family: Any, switch_end: str) -> None:
+    def _group(
+        self, key: tuple[str, int, str], leg: Leg, family: Family | None, switch_end: str
+    ) -> GroupEnds:
         g = self.groups.get(key)
         if g is None:
-            g = self.groups[key] = GroupEnds([], family, switch_end, family is not None)
+            g = self.groups[key] = GroupEnds([], family, switch_end)
         g.legs.append(leg)
+        return g
 
-    def _node_network(self, network: str, kind: str, prefix: str, speed: int, model: str,
-                      nics: int, nic_name: Any, nic_connector: str, placement: str) -> None:
+    def _node_network(
+        self,
+        network: str,
+        kind: str,
+        prefix: str,
+        speed: int,
+        model: str,
+        nics: int,
+        nic_name: Callable[[dict[str, Any], int], str],
+        nic_connector: str,
+        placement: str,
+    ) -> None:
         """Cable `nics` NICs of every node to switches of `model`, ToR per rack or storage leaves per row."""
-        sp = SwitchPorts(model, speed)
+        sp = PortNaming(model, speed)
         per_switch = sp.max_ports if sp.known else 48
         if placement == "storage":
             per_switch = max(per_switch // 2 // nics * nics, nics)  # half the ports face the nodes
-        shape = "split" if sp.per_cage > 1 else "single"
+        shape: Shape = "split" if sp.per_cage > 1 else "single"
         family = family_for(speed, sp.connector, nic_connector, shape)
         h = self._height(model)
         legs: list[Leg] = []
@@ -206,10 +232,23 @@ class _Builder:
                         sw, model, network, "leaf", self.layout.row_end(sw, self.layout.row_of(n["name"]), h)
                     )
                 ref = sp.ref(p + 1)
-                leg = Leg(network, kind, n["name"], i, nic_name(n, i), None, self.layout.node(n["name"]),
-                          sw, p + 1, ref.name, ref.cage, sw_loc, speed, next(ids))
-                key = (sw, ref.cage) if shape == "split" else (sw, -len(legs) - 1)
-                self._group(key, leg, family, switch_end="b")
+                leg = Leg(
+                    network,
+                    kind,
+                    n["name"],
+                    i,
+                    nic_name(n, i),
+                    None,
+                    self.layout.node(n["name"]),
+                    sw,
+                    p + 1,
+                    ref.name,
+                    ref.cage,
+                    sw_loc,
+                    speed,
+                    next(ids),
+                )
+                self._group((sw, ref.cage if shape == "split" else p + 1, "down"), leg, family, "b")
                 legs.append(leg)
         self.legs.extend(legs)
 
@@ -218,8 +257,15 @@ class _Builder:
         mg = c.fabrics.management
         skus = self.plan.doc["skus"]
         self._node_network(
-            "mgmt", "node-mgmt", "mgmt", mg.speed_gbps, pol.management_switch, mg.nics_per_node,
-            lambda n, i: nth_netdev(n["mgmt_netdev"], i), "rj45" if mg.speed_gbps <= 1 else "sfp28", "tor",
+            "mgmt",
+            "node-mgmt",
+            "mgmt",
+            mg.speed_gbps,
+            pol.management_switch,
+            mg.nics_per_node,
+            lambda n, i: nth_netdev(n["mgmt_netdev"], i),
+            "rj45" if mg.speed_gbps <= 1 else "sfp28",
+            "tor",
         )
         self._node_network(
             "bmc", "node-bmc", "bmc", BMC_SPEED_GBPS, pol.bmc_switch, 1, lambda n, i: "bmc", "rj45", "tor"
@@ -227,9 +273,15 @@ class _Builder:
         st = c.fabrics.storage
         if st is not None and st.nics_per_node:
             self._node_network(
-                "storage", "node-storage", "stor", st.speed_gbps, pol.storage_switch, st.nics_per_node,
+                "storage",
+                "node-storage",
+                "stor",
+                st.speed_gbps,
+                pol.storage_switch,
+                st.nics_per_node,
                 lambda n, i: nth_netdev(skus[n["sku"]]["storage_nics"]["netdev"], i),
-                pol.storage_nic_connector, "storage",
+                pol.storage_nic_connector,
+                "storage",
             )
 
     def cables(self) -> list[Cable]:
@@ -245,7 +297,7 @@ class _Builder:
                         ("site", "cabling"),
                         "a cable or optic that reaches every run (docs/fabric.md, media rules)",
                         str(exc),
-                        "shorten the rows (racks_per_row), move the network racks closer, or add the media to "
+                        "shorten the rows (racks_per_row), move the network racks closer, or add media to "
                         "clusterforge/spec/catalog/network/media.yaml",
                     )
                 )

@@ -89,7 +89,6 @@ class GroupEnds:
     legs: list[Leg]
     family: Family | None
     switch_end: str  # "a" or "b": the end whose cage the legs share
-    shape_known: bool
 
 
 _MMF = [3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0]
@@ -103,9 +102,15 @@ GENERIC = Family.model_construct(
     dac=Copper(part="", kind="DAC (no catalog part)", lengths=[1, 1.5, 2, 2.5, 3]),
     acc=Copper(part="", kind="ACC (no catalog part)", lengths=[4, 5]),
     aoc=None,
-    mmf=Optical(switch_optic="", other_optic="", fibre="", kind="multimode fibre (no catalog part)", lengths=_MMF),
+    mmf=Optical(
+        switch_optic="", other_optic="", fibre="", kind="multimode fibre (no catalog part)", lengths=_MMF
+    ),
     smf=Optical(
-        switch_optic="", other_optic="", fibre="", kind="single-mode fibre (no catalog part)", lengths=[*_MMF, 100]
+        switch_optic="",
+        other_optic="",
+        fibre="",
+        kind="single-mode fibre (no catalog part)",
+        lengths=[*_MMF, 100],
     ),
     rj45=None,
     source="reach limits of the LinkX overview cited in media.yaml",
@@ -131,17 +136,16 @@ def assign_group(g: GroupEnds, pol: Cabling) -> list[tuple[Leg, Cable]]:
         options = _OPTIONS[fam.name] = fam.options()
     ests = [run_m(x.a_loc, x.b_loc, pol) for x in g.legs]
     need = max(ests)
-    for media, opt in options:
-        length = _fit(opt.lengths, need)
-        if length is not None:
-            break
-    else:
-        x = g.legs[ests.index(need)]
+    chosen = next(((m, o, n) for m, o in options if (n := _fit(o.lengths, need)) is not None), None)
+    if chosen is None:
+        worst = g.legs[ests.index(need)]
         longest = max((max(o.lengths) for _, o in options), default=0)
         raise ValueError(
-            f"{need:.1f} m from {x.a_loc.short} {x.a_dev} to {x.b_loc.short} {x.b_dev} ({x.kind}); "
+            f"{need:.1f} m from {worst.a_loc.short} {worst.a_dev} to {worst.b_loc.short} {worst.b_dev} "
+            f"({worst.kind}); "
             f"the longest {fam.name} medium is {longest:g} m"
         )
+    media, opt, length = chosen
     out: list[tuple[Leg, Cable]] = []
     kind = opt.kind
 

@@ -47,7 +47,9 @@ def run_m(a: Loc, b: Loc, pol: Cabling) -> float:
 class _Stack:
     """Switches stacked top down into a sequence of racks that stand side by side."""
 
-    def __init__(self, site: str, row: int, first_pos: int, naming: Callable[[int], str], pol: Cabling) -> None:
+    def __init__(
+        self, site: str, row: int, first_pos: int, naming: Callable[[int], str], pol: Cabling
+    ) -> None:
         self.site, self.row, self.pos, self.naming, self.pol = site, row, first_pos, naming, pol
         self.racks = 0
         self.count = 0
@@ -71,14 +73,18 @@ class SiteLayout:
     """Rack positions and device locations of one plan. Devices are placed by the cabling code through
     `node`, `tor`, `row_end` and `network_row`; each device gets one location, fixed at its first call."""
 
-    def __init__(self, site: str, pol: Cabling, rack_names: list[str], rack_nodes: dict[str, list[str]]) -> None:
+    def __init__(
+        self, site: str, pol: Cabling, rack_names: list[str], rack_nodes: dict[str, list[str]]
+    ) -> None:
         self.site, self.pol = site, pol
         per_row = pol.racks_per_row
         self._rack_pos = {name: divmod(i, per_row) for i, name in enumerate(rack_names)}
         self.rows = ceil(len(rack_names) / per_row)
         self._row_len = [min(per_row, len(rack_names) - r * per_row) for r in range(self.rows)]
         self._node_u = {
-            n: pol.first_node_u + j * pol.node_height_u for nodes in rack_nodes.values() for j, n in enumerate(nodes)
+            n: pol.first_node_u + j * pol.node_height_u
+            for nodes in rack_nodes.values()
+            for j, n in enumerate(nodes)
         }
         self._node_rack = {n: r for r, nodes in rack_nodes.items() for n in nodes}
         self._row_end: dict[int, _Stack] = {}

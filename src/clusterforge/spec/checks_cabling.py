@@ -43,7 +43,7 @@ def cabling_checks(c: Cluster, bad: Bad) -> None:
             f"{racks.nodes_per_rack} nodes of {pol.node_height_u}U from U{pol.first_node_u} "
             f"and {tor_u}U of ToR switches within the rack",
             f"{used}U needed, {pol.rack_units}U in a rack",
-            "lower site.racks.nodes_per_rack, or set site.cabling.node_height_u / rack_units to the real ones",
+            "lower site.racks.nodes_per_rack, or set site.cabling.node_height_u / rack_units as built",
         )
     for fi, fab in enumerate(c.fabrics.compute):
         sw = models.get(fab.switch.model)

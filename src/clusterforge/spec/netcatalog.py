@@ -146,7 +146,7 @@ class PortRef(NamedTuple):
     name: str
 
 
-class SwitchPorts:
+class PortNaming:
     """Port naming for one switch model at one port speed, on one OS. Unknown models (or speeds the
     catalog does not list) get one port per cage named by its number: the sheet stays usable, and
     `known` says that the names are not the switch's own."""
@@ -186,4 +186,4 @@ class SwitchPorts:
 
 def port_name(model: str, speed: int, port: int, os: str | None = None) -> str:
     """The OS's own name of logical port `port` (1-based, the plan's numbering) of a `model` switch."""
-    return SwitchPorts(model, speed, os).ref(port).name
+    return PortNaming(model, speed, os).ref(port).name
