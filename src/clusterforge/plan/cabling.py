@@ -302,7 +302,8 @@ class _Builder:
                     )
                 )
         if problems:
-            raise InputError(problems[:5], f"cabling of {self.plan.spec.file}")
+            shown = f"; the first 5 of {len(problems)} shown" if len(problems) > 5 else ""
+            raise InputError(problems[:5], f"cabling of {self.plan.spec.file}{shown}")
         return [out[id(leg)] for leg in self.legs]
 
 

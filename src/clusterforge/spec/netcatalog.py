@@ -132,6 +132,7 @@ def length_code(metres: float) -> str:
     return f"{whole:02d}A" if metres - whole else f"{whole:03d}"
 
 
+@cache
 def part_number(template: str, metres: float) -> str:
     m = f"{metres:g}"
     return template.format(code=length_code(metres), metres=m)

@@ -13,7 +13,7 @@ from clusterforge.plan.bom import bom_lines
 from clusterforge.plan.cabling import cable_sheet, nth_netdev
 from clusterforge.plan.cabling import node_rails as rails_of
 from clusterforge.plan.cabling_media import GroupEnds, Leg, assign_group
-from clusterforge.plan.outputs import bom_csv, cables_csv
+from clusterforge.plan.outputs import bom_csv, cables_csv, write_outputs
 from clusterforge.plan.site_layout import U_M, Loc, run_m
 from clusterforge.spec import load_spec_text
 from clusterforge.spec.model import Cabling
@@ -292,3 +292,18 @@ def test_cabling_policy_errors(spec_text, edit, old, new, path) -> None:
     with pytest.raises(InputError) as info:
         load_spec_text(edit(spec_text("lab"), old, new), "test.yaml")
     assert [p.path for p in info.value.problems] == [path]
+
+
+def test_a_run_no_medium_reaches_is_an_input_error(plan_text, spec_text, edit, tmp_path) -> None:
+    text = spec_text("h100-ib-1su").replace(
+        "power_kw: 45}", "power_kw: 45}\n  cabling: {racks_per_row: 1, row_pitch_m: 20}"
+    )
+    p = plan_text(text)
+    with pytest.raises(InputError) as info:
+        write_outputs(p, tmp_path, svg=False)
+    assert info.value.exit_code == 2 and "the first 5 of" in str(info.value)
+    [first, *_] = info.value.problems
+    assert (
+        first.path == "site.cabling" and "the longest twin-osfp-to-2x400g-osfp medium is 100 m" in first.found
+    )
+    assert list(tmp_path.iterdir()) == []  # nothing written
