@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from clusterforge.errors import ClusterforgeError, ExitCode
+from clusterforge.fabric import cli as fabric_cli
 
 DEFAULT_SPEC = Path("inventory/clusters/lab.yaml")
 GENERATED = Path("inventory/generated")
@@ -143,6 +144,7 @@ _mount_optional("clusterforge.records.merge_cli", "app", "records", "Records dat
 _mount_optional("clusterforge.pulumi.cli", "app", "inventory", "Inventory from a Pulumi stack's outputs.")
 _mount_optional("clusterforge.certify.cli", "certify_app", "certify", "Certify nodes against the plan.")
 _mount_optional("clusterforge.burnin.cli", "burnin_app", "burnin", "Burn-in runs, fleet outlier detection.")
+app.add_typer(fabric_cli.app, name="fabric", help="Compute fabrics against the plan: check, export.")
 _mount_optional("clusterforge.burnin.cli", "report_app", "report", "Reports of runs (burn-in HTML/JSON).")
 
 

@@ -28,4 +28,6 @@ def check(plan: Plan, discovery: Path, sheet: CableSheet | None = None) -> Fabri
             switches_of[e.fabric].update((e.a.device, e.b.device))
     d = load(discovery, known)
     cov = coverage(d, types, switches_of, nodes_of)
-    return compare(expected, d.links, cov, known, cluster=plan.name, plan_hash=plan.plan_hash, source=str(discovery))
+    return compare(
+        expected, d.links, cov, known, cluster=plan.name, plan_hash=plan.plan_hash, source=str(discovery)
+    )

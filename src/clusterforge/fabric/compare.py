@@ -89,21 +89,28 @@ def compare(
         if oa is None and ob is None:
             report.findings.append(
                 Finding(
-                    "missing", e.kind, (e.cable_id,), (e.a.device, e.b.device),
+                    "missing",
+                    e.kind,
+                    (e.cable_id,),
+                    (e.a.device, e.b.device),
                     f"cable {e.describe()}: no link seen at either end",
-                    f"connect cable {e.cable_id}: {_where(e, e.a)} to {_where(e, e.b)}; check both plugs and the cable",
-                )  # fmt: skip
+                    f"connect cable {e.cable_id}: {_where(e, e.a)} to {_where(e, e.b)}; "
+                    "check both plugs and the cable",
+                )
             )
             continue
         if oa is None:
             assert ob is not None
             report.findings.append(
                 Finding(
-                    "missing", e.kind, (e.cable_id,), (e.a.device, e.b.device),
+                    "missing",
+                    e.kind,
+                    (e.cable_id,),
+                    (e.a.device, e.b.device),
                     f"cable {e.describe()}: nothing at {_where(e, e.a)}; {_where(e, e.b)} reaches "
                     f"{_obs_str(ob, owner.get(ob))} instead",
                     f"connect {_where(e, e.a)} to {_where(e, e.b)} (cable {e.cable_id})",
-                )  # fmt: skip
+                )
             )
             accounted.add(frozenset((e.b, ob)))
             continue
@@ -120,18 +127,24 @@ def compare(
         if oa.device == e.b.device:
             report.findings.append(
                 Finding(
-                    "wrong_port", e.kind, (e.cable_id,), (e.a.device, e.b.device),
+                    "wrong_port",
+                    e.kind,
+                    (e.cable_id,),
+                    (e.a.device, e.b.device),
                     f"cable {e.describe()}: {_where(e, e.a)} reaches {found} instead",
                     f"move the plug at {found} to {_where(e, e.b)} (cable {e.cable_id})",
-                )  # fmt: skip
+                )
             )
         else:
             report.findings.append(
                 Finding(
-                    "wrong_device", e.kind, (e.cable_id,), (e.a.device, e.b.device, oa.device),
+                    "wrong_device",
+                    e.kind,
+                    (e.cable_id,),
+                    (e.a.device, e.b.device, oa.device),
                     f"cable {e.describe()}: {_where(e, e.a)} reaches {found} instead of {e.b.device}",
                     f"re-cable {_where(e, e.a)} to {_where(e, e.b)} (cable {e.cable_id})",
-                )  # fmt: skip
+                )
             )
     report.findings.extend(_extras(observed, accounted, owner, coverage, set(known_devices)))
     return report
@@ -150,7 +163,14 @@ def _swap(e: ExpectedLink, e2: ExpectedLink, oa: End, far2: End) -> Finding:
     )
     devices = tuple(dict.fromkeys((a.device, a2.device, b.device, b2.device)))
     kind = e.kind if e.kind == e2.kind else f"{e.kind}/{e2.kind}"
-    return Finding("swapped", kind, (e.cable_id, e2.cable_id), devices, msg, f"swap the cables at {side[0]} and {side[1]}")
+    return Finding(
+        "swapped",
+        kind,
+        (e.cable_id, e2.cable_id),
+        devices,
+        msg,
+        f"swap the cables at {side[0]} and {side[1]}",
+    )
 
 
 def _degraded(e: ExpectedLink, o: ObservedLink) -> Finding | None:
@@ -158,12 +178,21 @@ def _degraded(e: ExpectedLink, o: ObservedLink) -> Finding | None:
     narrow = bool(e.width and o.width and o.width.lower() != e.width.lower())
     if not (slow or narrow):
         return None
-    got = f"{o.width or '?'} {o.speed_gbps:g} Gb/s" if o.speed_gbps is not None else f"{o.width} (speed not reported)"
+    got = (
+        f"{o.width or '?'} {o.speed_gbps:g} Gb/s"
+        if o.speed_gbps is not None
+        else f"{o.width} (speed not reported)"
+    )
     return Finding(
-        "degraded", e.kind, (e.cable_id,), (e.a.device, e.b.device),
-        f"cable {e.describe()}: link up at {got}, plan says {e.width or ''} {e.speed_gbps} Gb/s".replace("  ", " "),
+        "degraded",
+        e.kind,
+        (e.cable_id,),
+        (e.a.device, e.b.device),
+        f"cable {e.describe()}: link up at {got}, plan says {e.width or ''} {e.speed_gbps} Gb/s".replace(
+            "  ", " "
+        ),
         f"reseat or replace cable {e.cable_id} and its transceivers; check both ports' speed/width settings",
-    )  # fmt: skip
+    )
 
 
 def _extras(
@@ -183,15 +212,21 @@ def _extras(
         done.add(key)
         for end in (o.a, o.b):
             if end.device not in known:
-                strangers.setdefault(end.device, []).append(f"{o.a.device} {o.a.port} <-> {o.b.device} {o.b.port}")
+                strangers.setdefault(end.device, []).append(
+                    f"{o.a.device} {o.a.port} <-> {o.b.device} {o.b.port}"
+                )
         ea, eb = owner.get(o.a), owner.get(o.b)
         if ea is None and eb is None and o.a.device in known and o.b.device in known:
             out.append(
                 Finding(
-                    "extra", "", (), (o.a.device, o.b.device),
-                    f"link {o.a.device} {o.a.port} <-> {o.b.device} {o.b.port} is not in the plan [{o.source}]",
+                    "extra",
+                    "",
+                    (),
+                    (o.a.device, o.b.device),
+                    f"link {o.a.device} {o.a.port} <-> {o.b.device} {o.b.port} "
+                    f"is not in the plan [{o.source}]",
                     "remove the cable, or add it to the plan",
-                )  # fmt: skip
+                )
             )
         elif (ea is None) != (eb is None):
             e = ea or eb
@@ -202,19 +237,26 @@ def _extras(
             there = o.b if ea else o.a
             out.append(
                 Finding(
-                    "extra", "", (e.cable_id,), (mine.device, there.device),
+                    "extra",
+                    "",
+                    (e.cable_id,),
+                    (mine.device, there.device),
                     f"link {e.describe_end(mine)} <-> {there.device} {there.port} is not in the plan "
                     f"(the port belongs to cable {e.cable_id}) [{o.source}]",
                     f"remove the cable at {e.describe_end(mine)}",
-                )  # fmt: skip
+                )
             )
     for dev, links in sorted(strangers.items()):
         shown = "; ".join(links[:3]) + (f"; and {len(links) - 3} more" if len(links) > 3 else "")
         out.append(
             Finding(
-                "unexpected_device", "", (), (dev,),
+                "unexpected_device",
+                "",
+                (),
+                (dev,),
                 f"device {dev!r} is not in the plan ({len(links)} link(s): {shown})",
-                "remove it, rename it to its planned name (IB node description / LLDP system name), or add it to the plan",
-            )  # fmt: skip
+                "remove it, rename it to its planned name (IB node description / LLDP system name), "
+                "or add it to the plan",
+            )
         )
     return out

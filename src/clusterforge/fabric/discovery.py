@@ -53,9 +53,13 @@ def load(path: Path, known: set[str]) -> Discovery:
     elif path.is_file():
         files = [path]
     else:
-        raise InputError([_problem(path, "a discovery file or folder", "nothing there", "give an existing path")])
+        raise InputError(
+            [_problem(path, "a discovery file or folder", "nothing there", "give an existing path")]
+        )
     if not files:
-        raise InputError([_problem(path, "discovery files", "an empty folder", "record lldpctl/ibnetdiscover outputs")])
+        raise InputError(
+            [_problem(path, "discovery files", "an empty folder", "record lldpctl/ibnetdiscover outputs")]
+        )
     d = Discovery()
     problems: list[Problem] = []
     for f in files:
@@ -65,7 +69,9 @@ def load(path: Path, known: set[str]) -> Discovery:
                 continue
             text = f.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            problems.append(_problem(f, "a readable UTF-8 text file", type(exc).__name__, "re-record the output"))
+            problems.append(
+                _problem(f, "a readable UTF-8 text file", type(exc).__name__, "re-record the output")
+            )
             continue
         kind = kind_of(text)
         try:
@@ -73,8 +79,12 @@ def load(path: Path, known: set[str]) -> Discovery:
                 device = f.name.split(".", 1)[0]
                 if device not in known:
                     problems.append(
-                        _problem(f, "an LLDP output named for a planned node or switch", f"{device!r}",
-                                 "name the file <device>.json (the device's name in the plan)")  # fmt: skip
+                        _problem(
+                            f,
+                            "an LLDP output named for a planned node or switch",
+                            f"{device!r}",
+                            "name the file <device>.json (the device's name in the plan)",
+                        )
                     )
                     continue
                 d.links += from_lldp(device, lldp.parse(text), known, f.name)
@@ -87,8 +97,12 @@ def load(path: Path, known: set[str]) -> Discovery:
                 d.ib_views.append(f.name)
             else:
                 problems.append(
-                    _problem(f, "lldpctl (json, json0 or plain), ibnetdiscover or iblinkinfo output",
-                             "an unrecognised file", "record one of those outputs or remove the file")  # fmt: skip
+                    _problem(
+                        f,
+                        "lldpctl (json, json0 or plain), ibnetdiscover or iblinkinfo output",
+                        "an unrecognised file",
+                        "record one of those outputs or remove the file",
+                    )
                 )
         except ParseError as exc:
             problems.append(_problem(f, f"complete {kind} output", str(exc), "re-record the output whole"))
@@ -97,19 +111,28 @@ def load(path: Path, known: set[str]) -> Discovery:
     return d
 
 
-def coverage(d: Discovery, fabrics: dict[str, str], switches_of: dict[str, set[str]], nodes_of: dict[str, list[str]]) -> Coverage:
+def coverage(
+    d: Discovery, fabrics: dict[str, str], switches_of: dict[str, set[str]], nodes_of: dict[str, list[str]]
+) -> Coverage:
     """Which fabrics the discovery reads whole, which devices reported themselves, and what is unchecked."""
     seen = {x.device for o in d.links for x in (o.a, o.b)}
-    whole = frozenset(f for f, t in fabrics.items() if t == "infiniband" and d.ib_views and switches_of[f] & seen)
+    whole = frozenset(
+        f for f, t in fabrics.items() if t == "infiniband" and d.ib_views and switches_of[f] & seen
+    )
     errors: list[str] = []
     for f, t in fabrics.items():
         if f in whole:
             continue
         if t == "infiniband":
-            errors.append(f"fabric {f}: no ibnetdiscover/iblinkinfo view of it in the discovery - not checked")
+            errors.append(
+                f"fabric {f}: no ibnetdiscover/iblinkinfo view of it in the discovery - not checked"
+            )
             continue
         missing = [n for n in nodes_of.get(f, []) if n not in d.lldp_devices]
         if missing:
             shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
-            errors.append(f"fabric {f}: no LLDP output for {len(missing)} planned node(s) ({shown}) - their links not checked")
+            errors.append(
+                f"fabric {f}: no LLDP output for {len(missing)} planned node(s) ({shown}) - "
+                "their links not checked"
+            )
     return Coverage(whole, frozenset(d.lldp_devices), tuple(errors))

@@ -28,9 +28,18 @@ def _rail(rc: RailCable, node: str, fabric: str, ib: bool) -> ExpectedLink:
     a = End(node, rc.hca if ib else rc.node_port)
     b = End(rc.switch, str(rc.switch_port) if ib else rc.switch_port_name)
     return ExpectedLink(
-        rc.cable_id, "node-leaf", fabric, a, b, rc.node_port, rc.switch_port_name,
-        rc.node_location, rc.switch_location, rc.speed_gbps, "4x" if ib else "",
-    )  # fmt: skip
+        rc.cable_id,
+        "node-leaf",
+        fabric,
+        a,
+        b,
+        rc.node_port,
+        rc.switch_port_name,
+        rc.node_location,
+        rc.switch_location,
+        rc.speed_gbps,
+        "4x" if ib else "",
+    )
 
 
 def expected_links(plan: Plan, sheet: CableSheet | None = None) -> list[ExpectedLink]:
@@ -53,8 +62,17 @@ def expected_links(plan: Plan, sheet: CableSheet | None = None) -> list[Expected
             b = End(c.b_device, str(c.b_port) if ib else c.b_port_name)
             out.append(
                 ExpectedLink(
-                    c.cable_id, c.kind, c.fabric, a, b, c.a_port_name, c.b_port_name,
-                    c.a, c.b, c.speed_gbps, "4x" if ib else "",
-                )  # fmt: skip
+                    c.cable_id,
+                    c.kind,
+                    c.fabric,
+                    a,
+                    b,
+                    c.a_port_name,
+                    c.b_port_name,
+                    c.a,
+                    c.b,
+                    c.speed_gbps,
+                    "4x" if ib else "",
+                )
             )
     return out

@@ -31,7 +31,12 @@ def _check(names: Iterable[str]) -> None:
     bad = sorted({n for n in names if not _SAFE.match(n)})
     if bad:
         raise InputError(
-            [Problem("plan", "", "device and port names of letters, digits and _.:/-", repr(b), "rename it") for b in bad[:5]],
+            [
+                Problem(
+                    "plan", "", "device and port names of letters, digits and _.:/-", repr(b), "rename it"
+                )
+                for b in bad[:5]
+            ],
             "fabric export",
         )
 
@@ -55,7 +60,9 @@ def ibdiagnet_topo(links: Iterable[ExpectedLink], models: dict[str, str]) -> str
         sections.setdefault((at, an), []).append((0, f"{ap.split('/')[-1]} {rate} {bt} {bn} {bp}"))
         sections.setdefault((bt, bn), []).append((int(e.b.port), f"{bp} {rate} {at} {an} {ap}"))
     out: list[str] = []
-    for (stype, name), lines in sorted(sections.items(), key=lambda kv: (kv[0][0].startswith("HCA"), kv[0][1])):
+    for (stype, name), lines in sorted(
+        sections.items(), key=lambda kv: (kv[0][0].startswith("HCA"), kv[0][1])
+    ):
         out.append(f"{stype} {name}")
         out += [ln for _, ln in sorted(lines)]
         out.append("")

@@ -66,7 +66,8 @@ def markdown(r: FabricReport, allow_unchecked: bool = False) -> str:
     if r.findings:
         out += ["| problem | cables | finding | fix |", "|---|---|---|---|"]
         out += [
-            f"| {f.problem} | {_md(', '.join(f.cables))} | {_md(f.message)} | {_md(f.fix)} |" for f in r.findings
+            f"| {f.problem} | {_md(', '.join(f.cables))} | {_md(f.message)} | {_md(f.fix)} |"
+            for f in r.findings
         ]
     if r.errors:
         out += ["", "**Not checked:**"] + [f"- {_md(e)}" for e in r.errors]

@@ -16,7 +16,17 @@ from clusterforge.fabric.model import End, ObservedLink
 from clusterforge.hw import iblinkinfo, ibnetdiscover, lldp
 
 #: nominal per-lane data rate of each InfiniBand speed (4x NDR = 400 Gb/s as plans and SKUs say it)
-LANE_GBPS = {"SDR": 2.5, "DDR": 5, "QDR": 10, "FDR10": 10, "FDR": 14, "EDR": 25, "HDR": 50, "NDR": 100, "XDR": 200}
+LANE_GBPS = {
+    "SDR": 2.5,
+    "DDR": 5,
+    "QDR": 10,
+    "FDR10": 10,
+    "FDR": 14,
+    "EDR": 25,
+    "HDR": 50,
+    "NDR": 100,
+    "XDR": 200,
+}
 #: iblinkinfo prints the lane signalling rate; the speed it stands for
 SIGNAL_SPEED = {
     2.5: "SDR", 5.0: "DDR", 10.0: "QDR", 10.3125: "FDR10", 14.0625: "FDR",
@@ -79,7 +89,11 @@ def from_iblinkinfo(nodes: Iterable[iblinkinfo.Node], source: str) -> list[Obser
                 mine = ca_end(n.description, n.guid)
             if p.peer.strip() == AGGREGATION_NODE:
                 continue
-            peer = ca_end(p.peer, f"lid {p.peer_lid}") if _looks_ca(p.peer) else End(switch_name(p.peer), str(p.peer_port))
+            peer = (
+                ca_end(p.peer, f"lid {p.peer_lid}")
+                if _looks_ca(p.peer)
+                else End(switch_name(p.peer), str(p.peer_port))
+            )
             speed = SIGNAL_SPEED.get(p.lane_gbps or 0.0, "")
             out.append(ObservedLink(mine, peer, _rate(p.width, speed), p.width.lower(), source))
     return out
@@ -90,7 +104,9 @@ def _looks_ca(description: str) -> bool:
     return len(parts) == 2 and not description.startswith("MF0;")
 
 
-def from_lldp(node: str, neighbours: Iterable[lldp.Neighbor], known: set[str], source: str) -> list[ObservedLink]:
+def from_lldp(
+    node: str, neighbours: Iterable[lldp.Neighbor], known: set[str], source: str
+) -> list[ObservedLink]:
     out: list[ObservedLink] = []
     for n in neighbours:
         name = n.sysname or n.chassis_id

@@ -14,7 +14,8 @@ from clusterforge.fabric.model import End
 
 
 class Wire(NamedTuple):
-    """A cable as built: `a` is a node's HCA/netdev when `a_is_node`, else a switch port; `b` a switch port."""
+    """A cable as built: `a` is a node's HCA/netdev when `a_is_node`, else a switch port; `b` a switch
+    port."""
 
     a: End
     b: End
@@ -53,7 +54,9 @@ def ibnetdiscover_text(wires: Iterable[Wire], radix: int = 64) -> str:
     for sw in sorted(sw_ports):
         g = guid(sw)
         out += ["vendid=0x2c9", "devid=0xd2f2", f"sysimgguid=0x{g}", f"switchguid=0x{g}({g})"]
-        out.append(f'Switch\t{radix + 1} "S-{g}"\t\t# "MF0;{sw}:MQM9700/U1" enhanced port 0 lid {lid(sw)} lmc 0')
+        out.append(
+            f'Switch\t{radix + 1} "S-{g}"\t\t# "MF0;{sw}:MQM9700/U1" enhanced port 0 lid {lid(sw)} lmc 0'
+        )
         for port, (peer, pport, pdesc, rate) in sorted(sw_ports[sw].items()):
             pg = peer[2:]
             tail = f"({pg}) " if peer.startswith("H-") else ""
@@ -66,7 +69,8 @@ def ibnetdiscover_text(wires: Iterable[Wire], radix: int = 64) -> str:
         out += ["vendid=0x2c9", "devid=0x1021", f"sysimgguid=0x{g}", f"caguid=0x{g}"]
         out.append(f'Ca\t1 "H-{g}"\t\t# "{desc}"')
         out.append(
-            f'[1]({g}) \t"S-{guid(sw)}"[{port}]\t\t# lid {lid(desc)} lmc 0 "MF0;{sw}:MQM9700/U1" lid {lid(sw)} {rate}'
+            f'[1]({g}) \t"S-{guid(sw)}"[{port}]\t\t# lid {lid(desc)} lmc 0 '
+            f'"MF0;{sw}:MQM9700/U1" lid {lid(sw)} {rate}'
         )
         out.append("")
     return "\n".join(out)
@@ -80,8 +84,16 @@ def lldp_json0(neighbours: Iterable[tuple[str, str, str]]) -> str:
             "via": "LLDP",
             "rid": str(i + 1),
             "age": "0 day, 00:10:00",
-            "chassis": [{"id": [{"type": "mac", "value": "02:00:00:00:00:00"}], "name": [{"value": sysname}]}],
-            "port": [{"id": [{"type": "ifname", "value": port}], "descr": [{"value": port}], "ttl": [{"value": "120"}]}],
+            "chassis": [
+                {"id": [{"type": "mac", "value": "02:00:00:00:00:00"}], "name": [{"value": sysname}]}
+            ],
+            "port": [
+                {
+                    "id": [{"type": "ifname", "value": port}],
+                    "descr": [{"value": port}],
+                    "ttl": [{"value": "120"}],
+                }
+            ],
         }
         for i, (iface, sysname, port) in enumerate(neighbours)
     ]
