@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clusterforge.fabric.compare import compare
-from clusterforge.fabric.discovery import coverage, load
+from clusterforge.fabric.discovery import coverage, load, unchecked_error
 from clusterforge.fabric.expected import expected_links, fabric_types
 from clusterforge.fabric.model import FabricReport
 from clusterforge.plan.build import Plan
@@ -28,6 +28,9 @@ def check(plan: Plan, discovery: Path, sheet: CableSheet | None = None) -> Fabri
             switches_of[e.fabric].update((e.a.device, e.b.device))
     d = load(discovery, known)
     cov = coverage(d, types, switches_of, nodes_of)
-    return compare(
+    report = compare(
         expected, d.links, cov, known, cluster=plan.name, plan_hash=plan.plan_hash, source=str(discovery)
     )
+    if report.checked < report.expected and not cov.errors:
+        report.errors.append(unchecked_error(report.expected - report.checked))
+    return report

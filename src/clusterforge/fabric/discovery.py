@@ -136,3 +136,10 @@ def coverage(
                 "their links not checked"
             )
     return Coverage(whole, frozenset(d.lldp_devices), tuple(errors))
+
+
+def unchecked_error(n: int) -> str:
+    return (
+        f"{n} planned link(s) not checked: no discovery covers them (switch-to-switch links need the "
+        "switches' own LLDP outputs or an InfiniBand view)"
+    )

@@ -57,7 +57,9 @@ def ibdiagnet_topo(links: Iterable[ExpectedLink], models: dict[str, str]) -> str
         at, an, ap = system(e, True)
         bt, bn, bp = system(e, False)
         rate = f"-{e.width}-{e.speed_gbps // 4}G->" if e.width == "4x" else "->"
-        sections.setdefault((at, an), []).append((0, f"{ap.split('/')[-1]} {rate} {bt} {bn} {bp}"))
+        sections.setdefault((at, an), []).append(
+            (int(e.a.port) if e.a.port.isdigit() else 0, f"{ap.split('/')[-1]} {rate} {bt} {bn} {bp}")
+        )
         sections.setdefault((bt, bn), []).append((int(e.b.port), f"{bp} {rate} {at} {an} {ap}"))
     out: list[str] = []
     for (stype, name), lines in sorted(
