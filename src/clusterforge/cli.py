@@ -15,6 +15,7 @@ from clusterforge.burnin import cli as burnin_cli
 from clusterforge.certify import cli as certify_cli
 from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode
+from clusterforge.fabric import cli as fabric_cli
 from clusterforge.lab import cli as lab_cli
 from clusterforge.pool import cli as pool_cli
 from clusterforge.pulumi import cli as pulumi_cli
@@ -224,6 +225,7 @@ app.add_typer(merge_cli.app, name="records", help="Records databases: merge shar
 app.add_typer(pulumi_cli.app, name="inventory", help="Inventory from a Pulumi stack's outputs.")
 app.add_typer(certify_cli.certify_app, name="certify", help="Certify nodes against the plan.")
 app.add_typer(burnin_cli.burnin_app, name="burnin", help="Burn-in runs, fleet outlier detection.")
+app.add_typer(fabric_cli.app, name="fabric", help="Compute fabrics against the plan: check, export.")
 app.add_typer(burnin_cli.report_app, name="report", help="Reports of runs (burn-in HTML/JSON).")
 app.add_typer(collections_app, name="collections", help="Third-party Ansible collections the roles use.")
 

@@ -11,16 +11,16 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections import Counter
 from collections.abc import Iterable, Iterator
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from clusterforge.plan import yamlfast
+from clusterforge.plan.bom import BOM_FIELDS, BomLine, bom_lines
 from clusterforge.plan.build import Plan
+from clusterforge.plan.cabling import CSV_FIELDS, CableSheet, cable_sheet, csv_rows
 from clusterforge.plan.inventory import all_vars, hosts_yml, roce_vars, sku_group_vars
 from clusterforge.plan.topology_svg import topology_dot
 
@@ -58,32 +58,26 @@ def hosts_yml_lines(plan: Plan) -> Iterator[str]:
     yield from yamlfast.lines(hosts_yml(plan))
 
 
-def cables_csv(plan: Plan) -> str:
+def cables_csv(plan: Plan, sheet: CableSheet | None = None) -> str:
+    """cables.csv: one row per logical link (columns in docs/fabric.md, "Cabling sheet")."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["fabric", "kind", "a_device", "a_port", "b_device", "b_port", "speed_gbps"])
-    for f in plan.fabrics.values():  # rows (fabric, kind, a_dev, a_port, b_dev, b_port, speed_gbps), in C
-        w.writerows(map((f.name,).__add__, f.links))
+    w.writerow(CSV_FIELDS)
+    w.writerows(csv_rows(sheet or cable_sheet(plan)))
     return buf.getvalue()
 
 
-def bom_rows(plan: Plan) -> list[tuple[str, str, int]]:
-    """(category, item, quantity): nodes per SKU, switches per model and role, cables per kind and speed."""
-    rows: Counter[tuple[str, str]] = Counter()
-    rows.update(("node", sku) for sku in map(itemgetter("sku"), plan.doc["nodes"]))
-    for f in plan.fabrics.values():
-        for role, k in Counter(s.role for s in f.switches).items():
-            rows[("switch", f"{f.switch_model} ({f.kind} {role})")] += k
-        for (kind, speed), k in Counter(map(itemgetter(0, 5), f.links)).items():
-            rows[("cable", f"{kind} {speed}G ({f.kind})")] += k
-    return [(k[0], k[1], v) for k, v in sorted(rows.items())]
+def bom_rows(plan: Plan, sheet: CableSheet | None = None) -> list[BomLine]:
+    """Orderable items: nodes per SKU, switches per model, cables and fibres by part and length,
+    transceivers per part, each with its spares."""
+    return bom_lines(plan, sheet or cable_sheet(plan))
 
 
-def bom_csv(plan: Plan) -> str:
+def bom_csv(plan: Plan, sheet: CableSheet | None = None) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["category", "item", "quantity"])
-    w.writerows(bom_rows(plan))
+    w.writerow(BOM_FIELDS)
+    w.writerows(bom_rows(plan, sheet))
     return buf.getvalue()
 
 
@@ -123,8 +117,9 @@ def write_outputs(plan: Plan, out_root: Path, *, svg: bool = True) -> Path:
         _write(tmp / "group_vars" / "fabric_type_roce.yml", dump_yaml(roce_vars(plan)))
         for stem, gvars in sku_group_vars(plan).items():
             _write(tmp / "group_vars" / f"{stem}.yml", dump_yaml(gvars))
-        _write(tmp / "cables.csv", cables_csv(plan))
-        _write(tmp / "bom.csv", bom_csv(plan))
+        sheet = cable_sheet(plan)
+        _write(tmp / "cables.csv", cables_csv(plan, sheet))
+        _write(tmp / "bom.csv", bom_csv(plan, sheet))
         dot = topology_dot(plan)
         _write(tmp / "topology.dot", dot)
         if svg and shutil.which("dot"):

@@ -12,6 +12,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 
 from clusterforge.errors import Problem
+from clusterforge.spec.checks_cabling import cabling_checks
 from clusterforge.spec.checks_net import Bad, addressing_checks, fabric_checks
 from clusterforge.spec.layout import NodeSlot, node_slots, rack_name
 from clusterforge.spec.model import Cluster
@@ -47,6 +48,7 @@ def cross_checks(
     fabric_checks(c, skus, bad)
     addressing_checks(c, ctx.slots, bad)
     _racks(ctx)
+    cabling_checks(c, bad)
     _software_and_policy(ctx)
     return out
 

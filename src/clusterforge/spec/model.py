@@ -75,9 +75,37 @@ class Racks(_Strict):
     naming: RackNaming = "r{index:02d}"
 
 
+class Spares(_Strict):
+    percent: float = Field(default=5, ge=0, le=100, description="spares on cables and optics, per BOM line")
+    minimum: int = Field(default=1, ge=0, description="at least this many spares on each cable or optic line")
+    switches_percent: float = Field(default=0, ge=0, le=100, description="spare switches, per model")
+
+
+class Cabling(_Strict):
+    """Physical layout and cabling policy: where racks and switches stand, how cable runs are estimated,
+    which connectors the NICs have, which switches take management, BMC and storage (docs/fabric.md)."""
+
+    racks_per_row: int = Field(default=16, ge=1)
+    rack_units: int = Field(default=48, ge=8, le=60)
+    node_height_u: int = Field(default=8, ge=1, le=20)
+    first_node_u: int = Field(default=2, ge=1, description="U of the lowest node in a compute rack")
+    rack_width_m: float = Field(default=0.6, gt=0)
+    row_pitch_m: float = Field(default=2.4, gt=0, description="row to row, rack depth plus aisle")
+    tray_rise_m: float = Field(default=0.5, ge=0, description="per end, rack top to the overhead tray")
+    slack_m: float = Field(default=1.0, ge=0, description="added to every run (service loops)")
+    switches_per_network_rack: int = Field(default=16, ge=1)
+    compute_nic_connector: Literal["osfp", "qsfp112"] = "osfp"
+    storage_nic_connector: Literal["osfp", "qsfp112"] = "qsfp112"
+    management_switch: str = "SN3420"
+    bmc_switch: str = "SN2201"
+    storage_switch: str = "SN5600"
+    spares: Spares = Spares()
+
+
 class Site(_Strict):
     name: Token = "site"
     racks: Racks
+    cabling: Cabling = Cabling()
 
 
 class Switch(_Strict):

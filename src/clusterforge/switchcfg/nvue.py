@@ -90,7 +90,7 @@ def render_nvue(plan_doc: dict[str, Any], switch_name: str) -> dict[str, Any]:
     """NVUE `set` tree for switch `switch_name` of a RoCE fabric of the plan."""
     sp = switch_ports(plan_doc, switch_name)
     q = roce_qos(plan_doc, sp.fabric)
-    return render_nvue_qos(q, [cumulus_port(p) for p in sp.ports])
+    return render_nvue_qos(q, [cumulus_port(p, sp.model, sp.port_speed_gbps) for p in sp.ports])
 
 
 def nvue_yaml(doc: dict[str, Any]) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-SONIC_LANES_PER_PORT = 8  # Spectrum-4 SONiC names front-panel port p as Ethernet{8*(p-1)} (no breakout)
+from clusterforge.spec.netcatalog import PortNaming
+
+SONIC_LANES_PER_PORT = 8  # models not in the network catalog: port p is Ethernet{8*(p-1)} (no breakout)
 
 
 @dataclass(frozen=True)
@@ -17,6 +19,7 @@ class SwitchPorts:
     model: str
     ports: tuple[int, ...]  # plan port numbers (1-based) that carry a cable
     peers: dict[int, str]  # port -> device on the other end
+    port_speed_gbps: int = 0
 
 
 def switch_entry(plan_doc: dict[str, Any], switch: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -56,13 +59,25 @@ def fabric_switch_ports(fabric: dict[str, Any]) -> dict[str, SwitchPorts]:
             model=str(fabric["switch_model"]),
             ports=tuple(sorted(p)),
             peers=p,
+            port_speed_gbps=int(fabric.get("port_speed_gbps") or 0),
         )
     return out
 
 
-def sonic_port(port: int) -> str:
-    return f"Ethernet{SONIC_LANES_PER_PORT * (port - 1)}"
+def sonic_port(port: int, model: str = "", speed: int = 0) -> str:
+    """SONiC name of plan port `port`: the catalog's (e.g. SN5600 at 2x400G per cage: Ethernet0, Ethernet4),
+    the same naming as cables.csv; Ethernet{8*(port-1)} for a model the catalog does not know."""
+    naming = PortNaming(model, speed, "sonic") if _has_os(model, speed, "sonic") else None
+    return naming.ref(port).name if naming else f"Ethernet{SONIC_LANES_PER_PORT * (port - 1)}"
 
 
-def cumulus_port(port: int) -> str:
-    return f"swp{port}"
+def cumulus_port(port: int, model: str = "", speed: int = 0) -> str:
+    """Cumulus name of plan port `port`: the catalog's (swp<cage>s<sub> on split cages), as in cables.csv;
+    swp{port} for a model the catalog does not know."""
+    naming = PortNaming(model, speed, "cumulus") if _has_os(model, speed, "cumulus") else None
+    return naming.ref(port).name if naming else f"swp{port}"
+
+
+def _has_os(model: str, speed: int, os: str) -> bool:
+    n = PortNaming(model, speed)
+    return n.known and n.spec is not None and os in n.spec.port_names

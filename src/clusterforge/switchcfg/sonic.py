@@ -105,4 +105,4 @@ def render_sonic(plan_doc: dict[str, Any], switch_name: str) -> dict[str, Any]:
     """CONFIG_DB tables (JSON-ready dict) for switch `switch_name` of a RoCE fabric of the plan."""
     sp = switch_ports(plan_doc, switch_name)
     q = roce_qos(plan_doc, sp.fabric)
-    return render_sonic_qos(q, [sonic_port(p) for p in sp.ports])
+    return render_sonic_qos(q, [sonic_port(p, sp.model, sp.port_speed_gbps) for p in sp.ports])

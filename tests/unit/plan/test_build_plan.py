@@ -155,6 +155,7 @@ SMALL_SWITCH = [
     ),
     ('    count: 2\n    naming: "ib-', '    count: 16\n    naming: "ib-'),
     ("nodes_per_rack: 4", "nodes_per_rack: 18"),
+    ("    power_kw: 45\n", "    power_kw: 45\n  cabling: {node_height_u: 2}\n"),  # 18 nodes fit the rack
 ]
 
 

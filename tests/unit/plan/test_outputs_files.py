@@ -6,11 +6,13 @@ import csv
 import io
 import json
 import shutil
+from collections import Counter
 
 import pytest
 import yaml
 
 from clusterforge.plan import outputs
+from clusterforge.plan.cabling import cable_sheet
 from clusterforge.plan.outputs import bom_rows, cables_csv, plan_json_text, write_outputs
 from clusterforge.plan.summary import summary
 
@@ -45,11 +47,13 @@ def test_writes_every_file(example, tmp_path) -> None:
 
 
 def test_cables_csv_lists_every_cable(example) -> None:
-    # h100-ib-1su: 32 nodes x 8 rails = 256 node-leaf cables, 8 leaves x 32 uplinks = 256 leaf-spine cables
+    # h100-ib-1su: 32 nodes x 8 rails = 256 node-leaf cables, 8 leaves x 32 uplinks = 256 leaf-spine cables;
+    # then per node one management, one BMC and two storage cables
     rows = list(csv.DictReader(io.StringIO(cables_csv(example("h100-ib-1su")))))
-    assert len(rows) == 512
-    assert sum(r["kind"] == "node-leaf" for r in rows) == sum(r["kind"] == "leaf-spine" for r in rows) == 256
-    assert rows[0] == {
+    kinds = Counter(r["kind"] for r in rows)
+    assert kinds == {"node-leaf": 256, "leaf-spine": 256, "node-mgmt": 32, "node-bmc": 32, "node-storage": 64}
+    first = rows[0]
+    assert {k: first[k] for k in list(first)[:7]} == {  # the original columns keep their meaning
         "fabric": "ib0",
         "kind": "node-leaf",
         "a_device": "gpu-0001",
@@ -58,8 +62,13 @@ def test_cables_csv_lists_every_cable(example) -> None:
         "b_port": "1",
         "speed_gbps": "400",
     }
+    assert (first["cable_id"], first["a_port_name"], first["b_port_name"]) == (
+        "ib0-nl-0001",
+        "ibp24s0",
+        "1/1/1",
+    )
     ends = [(r["b_device"], r["b_port"]) for r in rows] + [
-        (r["a_device"], r["a_port"]) for r in rows if r["kind"] != "node-leaf"
+        (r["a_device"], r["a_port"]) for r in rows if r["kind"] in ("leaf-spine", "spine-core")
     ]
     assert len(set(ends)) == len(ends)  # no switch port is cabled twice
 
@@ -68,20 +77,20 @@ def test_bom_adds_up_to_the_summary(example) -> None:
     for name in ("lab", "b200-ib-16su"):
         p = example(name)
         s = summary(p)
-        bom = bom_rows(p)
-        total = {cat: sum(q for c, _, q in bom if c == cat) for cat in ("node", "switch", "cable")}
-        assert total["node"] == s["nodes"]
-        assert total["switch"] == sum(s["switches"].values())
-        assert total["cable"] == s["cables"]
-    assert ("switch", "QM9700 (infiniband core)", 64) in bom_rows(example("b200-ib-16su"))
-    assert ("cable", "spine-core 400G (infiniband)", 4096) in bom_rows(example("b200-ib-16su"))
+        sheet = cable_sheet(p)
+        bom = bom_rows(p, sheet)
+        assert sum(b.quantity for b in bom if b.category == "node") == s["nodes"]
+        assert sum(b.quantity for b in bom if b.category == "switch") == len(sheet.switches)
+        assert sum(u.network in p.fabrics for u in sheet.switches) == sum(s["switches"].values())
+    qm = [b for b in bom_rows(example("b200-ib-16su")) if b.item.startswith("QM9700")]
+    assert [(b.quantity, b.part_number) for b in qm] == [(128 + 128 + 64, "MQM9700-NS2F")]
 
 
 def test_failed_write_keeps_the_previous_outputs(example, tmp_path, monkeypatch) -> None:
     write_outputs(example("lab"), tmp_path, svg=False)
     before = _tree(tmp_path)
 
-    def boom(_plan):
+    def boom(*_args):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(outputs, "bom_csv", boom)

@@ -209,11 +209,12 @@ def test_self_referencing_alias() -> None:
 
 
 def test_aliases_within_the_limit_still_work() -> None:
-    text = edit(LAB, "  storage: {speed_gbps: 200", "  storage: &eth {speed_gbps: 200").replace(
-        "  management: {speed_gbps: 10, nics_per_node: 1, mtu: 1500}", "  management: *eth"
+    text = edit(LAB, "nics_per_node: 2, mtu: 9000}", "nics_per_node: 2, mtu: &jumbo 9000}").replace(
+        "cnp_priority: 6, mtu: 9000,", "cnp_priority: 6, mtu: *jumbo,"
     )
+    assert "*jumbo" in text
     spec = load_spec_text(text)
-    assert spec.cluster.fabrics.management == spec.cluster.fabrics.storage
+    assert spec.cluster.tuning.roce.mtu == spec.cluster.fabrics.storage.mtu == 9000
 
 
 def test_deep_nesting() -> None:

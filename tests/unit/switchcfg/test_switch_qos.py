@@ -11,8 +11,10 @@ import pytest
 import yaml
 
 from clusterforge.plan import Plan, build_plan
+from clusterforge.plan.cabling import cable_sheet
 from clusterforge.plan.inventory import all_vars
 from clusterforge.spec import load_spec, load_spec_text
+from clusterforge.spec.netcatalog import port_name
 from clusterforge.switchcfg import (
     host_qos,
     ib_qos,
@@ -47,6 +49,19 @@ def variant(**roce: Any) -> Plan:
         f"{k}: {str(v).lower() if isinstance(v, bool) else v}" for k, v in values.items()
     )
     return build_plan(load_spec_text(text.replace(old, new + "}"), "lab-variant.yaml"))
+
+
+@cache
+def _sheet_ports(name: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for c in cable_sheet(plan_of(name)).cables:
+        out.setdefault(c.a_device, set()).add(c.a_port_name)
+        out.setdefault(c.b_device, set()).add(c.b_port_name)
+    return out
+
+
+def cabled_ports(plan: Plan, switch: str) -> set[str]:
+    return _sheet_ports(plan.name)[switch]
 
 
 def roce_switches(plan: Plan) -> list[str]:
@@ -122,7 +137,10 @@ def test_nvue_matches_the_hosts(spec: str, switch: str) -> None:
     assert ecn["ecn"] == "enable"
     assert ecn["min-threshold"] < ecn["max-threshold"] < policy.pfc_xoff_threshold_bytes
     assert (ecn["min-threshold"], ecn["max-threshold"]) == (policy.ecn_min_bytes, policy.ecn_max_bytes)
-    ports = {f"swp{p}" for p in switch_ports(plan.doc, switch).ports}
+    sp = switch_ports(plan.doc, switch)
+    ports = {port_name(sp.model, sp.port_speed_gbps, p, "cumulus") for p in sp.ports}
+    assert all(p.startswith("swp") and "s" in p[3:] for p in ports)  # SN5600 at 400G: split cages, swp1s0
+    assert ports <= cabled_ports(plan, switch), "the same names as the cabling sheet"
     assert set(docs[0]["set"]["interface"]) == ports
     assert qos["pfc-watchdog"]["polling-interval"] > 0
 
