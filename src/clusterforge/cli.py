@@ -13,6 +13,7 @@ from rich.console import Console
 
 from clusterforge.burnin import cli as burnin_cli
 from clusterforge.certify import cli as certify_cli
+from clusterforge.checks import cli as checks_cli
 from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode
 from clusterforge.lab import cli as lab_cli
@@ -200,6 +201,7 @@ app.add_typer(pulumi_cli.app, name="inventory", help="Inventory from a Pulumi st
 app.add_typer(certify_cli.certify_app, name="certify", help="Certify nodes against the plan.")
 app.add_typer(burnin_cli.burnin_app, name="burnin", help="Burn-in runs, fleet outlier detection.")
 app.add_typer(burnin_cli.report_app, name="report", help="Reports of runs (burn-in HTML/JSON).")
+app.add_typer(checks_cli.app, name="checks", help="The check registry: severities, costs, actions.")
 app.add_typer(collections_app, name="collections", help="Third-party Ansible collections the roles use.")
 
 
