@@ -17,6 +17,7 @@ from clusterforge.checks import cli as checks_cli
 from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode
 from clusterforge.lab import cli as lab_cli
+from clusterforge.metrics import cli as metrics_cli
 from clusterforge.pool import cli as pool_cli
 from clusterforge.pulumi import cli as pulumi_cli
 from clusterforge.records import cli as records_cli
@@ -190,6 +191,8 @@ def collections_install(
         )
     )
 
+
+app.command("exporter")(metrics_cli.exporter)
 
 # Command groups: plain imports, so a broken module fails every invocation (and the tests) loudly
 # instead of silently removing its commands.

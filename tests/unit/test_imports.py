@@ -51,6 +51,7 @@ def test_every_command_group_is_mounted() -> None:
         "burnin",
         "report",
         "collections",
+        "checks",
     }
 
 
