@@ -22,7 +22,8 @@ REFS: dict[str, str] = {
     "xid-policy": "clusterforge certify/xid_policy.yaml (the class of each Xid, with its own sources: "
     "AzNHC, NVIDIA k8s-device-plugin, GCM, imbue, DeepOps, the Xid catalog)",
     "nvsentinel": "NVIDIA NVSentinel (github.com/NVIDIA/NVSentinel): repeat-offender rules on the same "
-    "fatal Xid within 24 h; link flap detection",
+    "fatal Xid within 24 h and link flap detection, as issue 21 describes them "
+    "(not checked against its source)",
     "dcgm-fields": "NVIDIA/DCGM testing/python3/dcgm_fields.py: DCGM_FI_DEV_ROW_REMAP_PENDING (396), "
     "DCGM_FI_DEV_ROW_REMAP_FAILURE (395)",
     "own": "clusterforge's own policy (no outside source): thresholds chosen to be conservative",
