@@ -20,6 +20,7 @@ PACKAGES=(
   curl
   openssl            # the lab BMCs' CA and TLS certificates (Redfish over https)
   chromium           # headless check that burn-in HTML reports load without console errors
+  prometheus         # promtool: `promtool test rules` of monitoring/alerts (tests/unit/monitoring)
 )
 
 missing=()
@@ -43,8 +44,8 @@ echo "system deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
-# The lab runs its own munged/slurmctld; distro services (where an init would start them) stay off.
+# The lab runs its own munged/slurmctld (and Prometheus); distro services (where an init would start them) stay off.
 if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
-  systemctl disable --now munge.service slurmctld.service slurmd.service >/dev/null 2>&1 || true
+  systemctl disable --now munge.service slurmctld.service slurmd.service prometheus.service >/dev/null 2>&1 || true
 fi
 echo "system deps: done"

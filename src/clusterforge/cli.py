@@ -13,10 +13,12 @@ from rich.console import Console
 
 from clusterforge.burnin import cli as burnin_cli
 from clusterforge.certify import cli as certify_cli
+from clusterforge.checks import cli as checks_cli
 from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode
 from clusterforge.fabric import cli as fabric_cli
 from clusterforge.lab import cli as lab_cli
+from clusterforge.metrics import cli as metrics_cli
 from clusterforge.pool import cli as pool_cli
 from clusterforge.pulumi import cli as pulumi_cli
 from clusterforge.records import cli as records_cli
@@ -216,6 +218,8 @@ def collections_install(
     )
 
 
+app.command("exporter")(metrics_cli.exporter)
+
 # Command groups: plain imports, so a broken module fails every invocation (and the tests) loudly
 # instead of silently removing its commands.
 app.add_typer(lab_cli.app, name="lab", help="Local lab: simulated GPU nodes on this machine.")
@@ -227,6 +231,7 @@ app.add_typer(certify_cli.certify_app, name="certify", help="Certify nodes again
 app.add_typer(burnin_cli.burnin_app, name="burnin", help="Burn-in runs, fleet outlier detection.")
 app.add_typer(fabric_cli.app, name="fabric", help="Compute fabrics against the plan: check, export.")
 app.add_typer(burnin_cli.report_app, name="report", help="Reports of runs (burn-in HTML/JSON).")
+app.add_typer(checks_cli.app, name="checks", help="The check registry: severities, costs, actions.")
 app.add_typer(collections_app, name="collections", help="Third-party Ansible collections the roles use.")
 
 

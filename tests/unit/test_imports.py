@@ -52,6 +52,7 @@ def test_every_command_group_is_mounted() -> None:
         "report",
         "collections",
         "fabric",
+        "checks",
     }
 
 

@@ -101,6 +101,7 @@ PARSERS: dict[str, Parser] = {
 #: Captured outputs in tests/fixtures/real/ that no parser reads yet, by the feature (issue) that will:
 #: a capture is added here deliberately, and leaves when its parser lands in PARSERS.
 PENDING: dict[str, str] = {
+    "dcgm-exporter-counters-csv": "#21 observability: dcgm-exporter fields (tests/unit/monitoring)",
     "dcgm-exporter-metrics": "#21 observability: dcgm-exporter series",
     "findmnt-json": "#22 storage: mounts",
     "fio-json": "#22 storage: fio floors",
@@ -109,6 +110,7 @@ PENDING: dict[str, str] = {
     "lsblk-json": "#22 storage: scratch devices",
     "lspci-vvv": "#17 ACS certification",
     "mount-grep-nfs": "#22 storage: mounts",
+    "node-exporter-metrics": "#21 observability: node-exporter series names (tests/unit/monitoring)",
     "node-exporter-textfile": "#21 observability: textfile collector",
     "nvidia-smi-q-d-performance": "#21 passive health: throttle reasons",
     "nvidia-smi-q-d-row-remapper": "#21 passive health: row remaps",
