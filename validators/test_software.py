@@ -91,11 +91,14 @@ def test_dcgm(node: NodeExpect, probe: Probe) -> None:
 
 
 def test_rdma_core(node: NodeExpect, probe: Probe) -> None:
+    """The pinned RDMA stack: the doca-ofed profile package at the DOCA release, or the inbox rdma-core."""
     pin = node.software["rdma"]
-    if pin.get("stack") != "rdma-core":
-        raise CheckError(f"RDMA stack {pin.get('stack')!r} has no validator yet: only rdma-core is checked")
-    ok, found = _pinned_package(packages(probe), ["rdma-core"], str(pin["version"]))
-    expect(ok, "rdma-core", pin["version"], found, hint("rdma_core", node.name))
+    stack = pin.get("stack")
+    if stack not in ("inbox", "rdma-core", "doca-ofed"):
+        raise CheckError(f"unknown RDMA stack {stack!r}")
+    name = "doca-ofed" if stack == "doca-ofed" else "rdma-core"
+    ok, found = _pinned_package(packages(probe), [name], str(pin["version"]))
+    expect(ok, name, pin["version"], found, hint("rdma_core", node.name))
 
 
 @pytest.mark.applies(lambda n: bool(n.software.get("nic_firmware")))
