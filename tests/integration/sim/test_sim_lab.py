@@ -27,6 +27,7 @@ PACKAGES = [
     "datacenter-gpu-manager-4-cuda12",
     "clusterforge-sim-nccl-tests",
     "clusterforge-sim-nvbandwidth",
+    "doca-ofed",  # ibstat, perftest (Debian's, through the proxy), mlnx_qos, mlxconfig
 ]
 
 
@@ -73,6 +74,12 @@ def _prepare(lab: Any, n: Node) -> None:
         assert r.returncode == 0, r.stderr
         n.sh("systemctl start clusterforge-sim-boot.service clusterforge-sim-kernel.service")
     url = lab.repo.url
+    # the lab's Debian proxy, as the repositories role sets it (nodes have no route out)
+    n.sh(
+        f'printf \'Acquire::http::Proxy "{lab.proxy.url}";\\nAcquire::http::Proxy::10.244.0.1 "DIRECT";\\n\''
+        " > /etc/apt/apt.conf.d/80clusterforge-proxy && echo "
+        "'deb http://deb.debian.org/debian bookworm main' > /etc/apt/sources.list.d/debian.list"
+    )
     n.sh(
         'mkdir -p /etc/apt/keyrings && python3 -c "import urllib.request,sys; '
         f"sys.stdout.buffer.write(urllib.request.urlopen('{url}/clusterforge-lab-archive-keyring.gpg').read())\""
