@@ -11,6 +11,7 @@ PACKAGES=(
   munge              # munged on the host
   zstd               # image tarball
   dpkg-dev           # dpkg-scanpackages for the lab apt repository
+  apt-cacher-ng      # the lab's Debian caching proxy (nodes install distribution packages through it)
   graphviz           # topology.svg
   iproute2           # ip netns / veth / bridge
   util-linux         # unshare, nsenter, setsid
@@ -44,8 +45,8 @@ echo "system deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
-# The lab runs its own munged/slurmctld (and Prometheus); distro services (where an init would start them) stay off.
+# The lab runs its own munged/slurmctld/apt-cacher-ng (and Prometheus); distro services (where an init would start them) stay off.
 if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
-  systemctl disable --now munge.service slurmctld.service slurmd.service prometheus.service >/dev/null 2>&1 || true
+  systemctl disable --now munge.service slurmctld.service slurmd.service apt-cacher-ng.service prometheus.service >/dev/null 2>&1 || true
 fi
 echo "system deps: done"

@@ -94,7 +94,7 @@ def status(spec: SpecArg = None, plan: PlanOpt = None, as_json: bool = typer.Opt
     typer.echo(
         f"cluster {st['cluster']}  bridge={'up' if infra['bridge'] else 'down'}  "
         f"slurmctld={infra['slurmctld'] or '-'}  munged={infra['munged'] or '-'}  "
-        f"apt={infra['apt_repo'] or '-'}  "
+        f"apt={infra['apt_repo'] or '-'}  apt-proxy={infra['apt_proxy'] or '-'}  "
         f"bmcs={sum(1 for pid in infra['bmcs'].values() if pid)}/{len(infra['bmcs'])}"
     )
     for name, n in st["nodes"].items():

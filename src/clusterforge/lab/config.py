@@ -12,6 +12,7 @@ MGMT_BRIDGE = "cfbr0"
 MGMT_NETWORK = "10.244.0.0/24"
 HOST_IP = "10.244.0.1"
 REPO_PORT = 8780
+PROXY_PORT = 3142  # the Debian caching proxy (apt-cacher-ng)
 SLURMCTLD_PORT = 6817
 NETNS_PREFIX = "cf-"
 LINK_PREFIX = "cf"  # host-side veth ends and rail bridges

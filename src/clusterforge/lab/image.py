@@ -42,30 +42,16 @@ BASE_PACKAGES = [
     "sudo",
     "libpam-systemd",  # provides logind: debootstrap cannot resolve polkitd's `default-logind | logind`
 ]
-# Packages the nodes need without internet: the roles install them (a no-op in the lab) and the simulator
-# wraps some. The simulator's owner appends to this list; keep one package a line.
+# A minimal server install, as a site's installer leaves it (plus ca-certificates, the bootloader's
+# update-grub and ping): nothing a role installs. The roles install everything else over the network, from
+# the lab's Debian caching proxy (apt-cacher-ng) and vendor repository (docs/lab.md). Keep one package a line.
 EXTRA_PACKAGES = [
-    "python3-apt",
     "ca-certificates",
-    "gnupg",
-    "rdma-core",
-    "ibverbs-utils",
-    "infiniband-diags",
-    "perftest",
-    "tuned",
-    "irqbalance",
-    "chrony",
     "grub2-common",
     "iputils-ping",
-    "slurmd",
-    "munge",
-    "less",
-    "pciutils",
-    "ethtool",
-    "numactl",
 ]
 # Bump when `_customise` changes what it does to the rootfs.
-CUSTOMISE_VERSION = 3
+CUSTOMISE_VERSION = 5
 SIM_PACKAGE = "clusterforge.lab.sim"
 SIM_INSTALL_MODULES = ("clusterforge.lab.sim.image", "clusterforge.lab.sim.install")  # install(rootfs: Path)
 
@@ -82,7 +68,9 @@ MASKED_UNITS = [
     "console-getty.service",
     "systemd-journald-audit.socket",
 ]
-DISABLED_UNITS = ["tuned.service", "irqbalance.service"]  # the os-tuning role enables them
+# Slurm's PMIx MPI plugin is never unpacked in lab nodes (a dpkg path filter, like a site's image policy):
+# it cannot initialise inside the nspawn containers and would keep slurmd from starting.
+DPKG_EXCLUDES = ["/usr/lib/*/slurm-wlm/mpi_pmix*"]
 
 
 def packages() -> list[str]:
@@ -118,21 +106,38 @@ def recipe_hash(pkgs: list[str] | None = None) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def debian_mirror() -> str:
-    """The host's configured Debian mirror (deb822 or one-line sources), else deb.debian.org."""
-    env = os.environ.get("CLUSTERFORGE_DEBIAN_MIRROR")
-    if env:
-        return env
+def _source_uris() -> list[str]:
+    """Every repository URI of the host's apt sources (deb822 or one-line)."""
+    uris = []
     candidates = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
     for f in candidates:
         if not f.is_file() or f.suffix not in ("", ".list", ".sources"):
             continue
         text = f.read_text(errors="replace")
-        for m in re.finditer(r"^(?:deb\s+(?:\[[^]]*\]\s+)?|URIs:\s*)(\S+)", text, re.M):
-            uri = m.group(1)
-            if "security" not in uri and re.search(r"/debian/?$", uri):
-                return uri
+        uris += [m.group(1) for m in re.finditer(r"^(?:deb\s+(?:\[[^]]*\]\s+)?|URIs:\s*)(\S+)", text, re.M)]
+    return uris
+
+
+def debian_mirror() -> str:
+    """The host's configured Debian mirror, else deb.debian.org."""
+    env = os.environ.get("CLUSTERFORGE_DEBIAN_MIRROR")
+    if env:
+        return env
+    for uri in _source_uris():
+        if "security" not in uri and re.search(r"/debian/?$", uri):
+            return uri
     return "http://deb.debian.org/debian"
+
+
+def security_mirror() -> str:
+    """The host's configured Debian security mirror, else deb.debian.org/debian-security."""
+    env = os.environ.get("CLUSTERFORGE_DEBIAN_SECURITY_MIRROR")
+    if env:
+        return env
+    for uri in _source_uris():
+        if re.search(r"/debian-security/?$", uri):
+            return uri
+    return "http://deb.debian.org/debian-security"
 
 
 def _run(argv: list[str], **kw: object) -> None:
@@ -153,25 +158,19 @@ def _customise(root: Path) -> None:
         (root / name).unlink(missing_ok=True)
     (root / "etc/machine-id").write_text("")
     (root / "etc/fstab").write_text("# lab node: no filesystems of its own\n")
-    # No route out: nodes only see the lab's own repository (added by the roles).
+    # No route out: the repositories role points apt at the lab's caching proxy and vendor repository.
     (root / "etc/apt/sources.list").write_text("# lab node: no internet; see docs/lab.md\n")
     for f in (root / "etc/apt/sources.list.d").glob("*"):
         f.unlink()
-    for so in root.glob("usr/lib/*/slurm-wlm/mpi_pmix*.so"):
-        so.unlink()
+    (root / "etc/dpkg/dpkg.cfg.d").mkdir(parents=True, exist_ok=True)
+    (root / "etc/dpkg/dpkg.cfg.d/clusterforge-lab").write_text(
+        "# clusterforge lab: files never unpacked in lab nodes (docs/lab.md); no fsync per file (the\n"
+        "# node's disk is a throwaway overlay, as in Debian's container images)\n"
+        + "".join(f"path-exclude={p}\n" for p in DPKG_EXCLUDES)
+        + "force-unsafe-io\n"
+    )
     (root / "root/.ssh").mkdir(mode=0o700, exist_ok=True)
-    # slurmd fetches its configuration from the host's slurmctld (configless).
-    (root / "etc/default/slurmd").write_text(
-        f'SLURMD_OPTIONS="--conf-server {config.HOST_IP}:{config.SLURMCTLD_PORT}"\n'
-    )
-    dropin = root / "etc/systemd/system/slurmd.service.d"
-    dropin.mkdir(parents=True, exist_ok=True)
-    (dropin / "clusterforge-lab.conf").write_text(
-        "[Unit]\nConditionPathExists=\nAfter=munge.service\nStartLimitIntervalSec=0\n"
-        "[Service]\nRestart=on-failure\nRestartSec=2\n"
-    )
     _run(["systemctl", f"--root={root}", "mask", "--quiet", *MASKED_UNITS])
-    subprocess.run(["systemctl", f"--root={root}", "disable", "--quiet", *DISABLED_UNITS], check=False)
     shutil.rmtree(root / "var/cache/apt/archives", ignore_errors=True)
     (root / "var/cache/apt/archives/partial").mkdir(parents=True, exist_ok=True)
     for lst in (root / "var/lib/apt/lists").glob("*_*"):

@@ -29,7 +29,7 @@ from clusterforge.lab import (
     sshkeys,
 )
 from clusterforge.lab.labplan import LabNode, LabPlan
-from clusterforge.lab.repo import AptRepo
+from clusterforge.lab.repo import AptProxy, AptRepo
 from clusterforge.lab.slurm import SlurmController, controller_name
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ class Lab:
         self.ssh_dir = self.root / "ssh"
         self.slurm = SlurmController(self.root)
         self.repo = AptRepo(self.root)
+        self.proxy = AptProxy(self.root)
         self._lower: Path | None = None
 
     # -- paths ---------------------------------------------------------------------------------------
@@ -110,8 +111,8 @@ class Lab:
                     )
 
     def infra_up(self) -> None:
-        """Image, bridges, SSH keys, Slurm controller, apt repository server, one BMC per plan node with a
-        `bmc` (idempotent: what runs as configured is kept)."""
+        """Image, bridges, SSH keys, Slurm controller, vendor apt repository, Debian caching proxy, one BMC
+        per plan node with a `bmc` (idempotent: what runs as configured is kept)."""
         self._prereqs()
         for other in self._others():
             if SlurmController(other).running()["slurmctld"] is not None:
@@ -122,6 +123,7 @@ class Lab:
         self.slurm.start(self.plan, os.cpu_count() or 1)
         self.repo.build()
         self.repo.start()
+        self.proxy.start(image.debian_mirror(), image.security_mirror())
         self._bmcs_up()
 
     def _bmcs_up(self) -> None:
@@ -145,6 +147,7 @@ class Lab:
         bmc.stop_bmcs(self.root)
         self.slurm.stop()
         self.repo.stop()
+        self.proxy.stop()
         if not net.lab_netns():
             net.remove_bridges()
             net.release_netns_dir()
@@ -207,9 +210,7 @@ class Lab:
             node.finish_stop(n, p, sup, timeout=3.0)
         fresh = not p.upper.exists()
         p.upper.mkdir(parents=True, exist_ok=True)
-        node.inject_identity(
-            self.plan, n, p.upper, self.lower(), self.ssh_dir, self.slurm.munge_key, controller_name(), fresh
-        )
+        node.inject_identity(self.plan, n, p.upper, self.lower(), self.ssh_dir, controller_name(), fresh)
         (p.dir / "node-plan.json").write_text(json.dumps(n.raw))
         node.write_supervisor_config(n, p, self.lower())
         net.create_node_net(n)
@@ -357,6 +358,8 @@ class Lab:
                 **self.slurm.running(),
                 "apt_repo": self.repo.pid(),
                 "apt_repo_url": self.repo.url,
+                "apt_proxy": self.proxy.pid(),
+                "apt_proxy_url": self.proxy.url,
                 "bmcs": self._bmc_pids(),
             },
             "nodes": nodes,
@@ -380,6 +383,7 @@ class Lab:
             "mounts": [m for m in cleanup._lab_mounts() if str(self.root) in m or m.endswith(tuple(netns))],
             "daemons": [f"{k}={v}" for k, v in self.slurm.running().items() if v]
             + ([f"apt={self.repo.pid()}"] if self.repo.pid() else [])
+            + ([f"apt-proxy={self.proxy.pid()}"] if self.proxy.pid() else [])
             + [f"bmc:{name}={pid}" for name, pid in self._bmc_pids().items() if pid],
         }
 

@@ -53,15 +53,6 @@ class NodePaths:
         return self.dir / "supervisor.log"
 
 
-def _owner(lower: Path, user: str) -> tuple[int, int]:
-    """uid/gid of `user` in the image (not the host: munge's uid differs)."""
-    for line in (lower / "etc/passwd").read_text().splitlines():
-        f = line.split(":")
-        if f[0] == user:
-            return int(f[2]), int(f[3])
-    raise RuntimeError(f"user {user} missing from the node image")
-
-
 def _put(path: Path, data: str | bytes, mode: int = 0o644, owner: tuple[int, int] = (0, 0)) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".cf-tmp")
@@ -87,7 +78,6 @@ def inject_identity(
     upper: Path,
     lower: Path,
     ssh_dir: Path,
-    munge_key: Path,
     controller: str,
     fresh: bool,
 ) -> None:
@@ -100,7 +90,6 @@ def inject_identity(
     _put(etc / "ssh/ssh_host_ed25519_key.pub", sshkeys.public(hk) + "\n")
     _put(upper / "root/.ssh/authorized_keys", sshkeys.public(ssh_dir / "id_ed25519") + "\n", 0o600)
     os.chmod(upper / "root/.ssh", 0o700)
-    _put(etc / "munge/munge.key", munge_key.read_bytes(), 0o400, _owner(lower, "munge"))
     info = {
         "cluster": plan.cluster,
         "node": node.raw,

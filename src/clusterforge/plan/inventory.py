@@ -8,7 +8,7 @@ from clusterforge.plan import bios_vars
 from clusterforge.plan.build import Plan
 
 LAB_ROOT = "/var/lib/clusterforge/lab"
-LAB_APT_REPO = "http://10.244.0.1:8780/nvidia"
+LAB_SLURMCTLD = "10.244.0.1:6817"
 CUDA_APT_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/x86_64/"
 
 
@@ -103,6 +103,9 @@ def all_vars(plan: Plan) -> dict[str, Any]:
         "nccl_version": sw["nccl"],
         "nccl_cuda_version": sw["cuda"],
         **benchmarks_vars(sw),
+        "rdma_stack": "doca-ofed" if sw["rdma"]["stack"] == "doca-ofed" else "inbox",
+        "rdma_stack_version": sw["rdma"]["version"],
+        **repository_vars(sw.get("repositories") or {}),
     }
     if d["target"] == "lab":
         root = f"{LAB_ROOT}/{d['cluster']}"
@@ -113,10 +116,9 @@ def all_vars(plan: Plan) -> dict[str, Any]:
                 "ansible_ssh_common_args": (
                     f"-o UserKnownHostsFile={root}/ssh/known_hosts -o StrictHostKeyChecking=yes"
                 ),
-                "nvidia_gpu_apt_repo": LAB_APT_REPO,
-                "nvidia_gpu_apt_repo_trusted": True,
-                "nvidia_gpu_apt_suite": "stable",
-                "nvidia_gpu_apt_components": ["main"],
+                # configless slurmd from the lab host's slurmctld, with the lab's munge key
+                "slurm_node_conf_server": LAB_SLURMCTLD,
+                "slurm_node_munge_key_src": f"{root}/munge/munge.key",
             }
         )
     out.update(bios_vars.all_vars(d))
@@ -137,6 +139,27 @@ def benchmarks_vars(sw: dict[str, Any]) -> dict[str, Any]:
         for key, knob in (("package", "package"), ("url", "artifact_url"), ("sha256", "sha256")):
             if pin.get(key):
                 out[f"benchmarks_{tool}_{knob}"] = pin[key]
+
+
+def repository_vars(repos: dict[str, Any]) -> dict[str, Any]:
+    """Role knobs from `software.repositories`: only what the spec sets (the roles' defaults otherwise)."""
+    out: dict[str, Any] = {
+        "repositories_apt_proxy": repos.get("apt_proxy") or "",
+        "repositories_no_proxy": list(repos.get("no_proxy") or []),
+    }
+    for key in ("distribution_mirror", "security_mirror"):
+        if repos.get(key):
+            out[f"repositories_{key}"] = repos[key]
+    for key, prefix in (("vendor", "nvidia_gpu_apt"), ("doca", "rdma_doca_apt")):
+        r = repos.get(key)
+        if not r:
+            continue
+        out[f"{prefix}_repo"] = r["url"]
+        out[f"{prefix}_suite"] = r.get("suite", "/")
+        out[f"{prefix}_components"] = list(r.get("components") or [])
+        out[f"{prefix}_repo_trusted"] = bool(r.get("trusted"))
+        if r.get("key_url"):
+            out[f"{prefix}_key_url"] = r["key_url"]
     return out
 
 

@@ -179,7 +179,11 @@ class Driver(_Strict):
 
 
 class Rdma(_Strict):
-    stack: Literal["rdma-core", "doca-ofed"] = "rdma-core"
+    stack: Literal["inbox", "rdma-core", "doca-ofed"] = Field(
+        default="inbox",
+        description="doca-ofed: NVIDIA's DOCA-OFED profile from the DOCA host repository, `version` the DOCA "
+        "release; inbox (or rdma-core, its older name): the distribution's rdma-core, `version` its version",
+    )
     version: Token
 
 
@@ -210,6 +214,33 @@ class BenchmarkTool(_Strict):
         return self
 
 
+HttpUrl = Annotated[str, Field(pattern=r"^https?://[^\s'\"{}]+$")]
+
+
+class AptRepository(_Strict):
+    url: HttpUrl
+    suite: str = Field(default="/", pattern=r"^[A-Za-z0-9._/-]+$", description="'/' for a flat repository")
+    components: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")]] = Field(default_factory=list)
+    key_url: HttpUrl | None = Field(default=None, description="the repository's signing key (signed-by)")
+    trusted: bool = Field(default=False, description="[trusted=yes]: an internal mirror without signatures")
+
+
+class Repositories(_Strict):
+    """Where nodes get their packages. Unset fields keep the roles' defaults (the node's own distribution
+    sources, NVIDIA's public CUDA and DOCA repositories)."""
+
+    apt_proxy: HttpUrl | None = Field(default=None, description="HTTP proxy for apt/dnf (e.g. apt-cacher-ng)")
+    no_proxy: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9.:-]+$")]] = Field(
+        default_factory=list, description="hosts reached without the proxy"
+    )
+    distribution_mirror: HttpUrl | None = Field(
+        default=None, description="Debian/Ubuntu archive or RHEL-family mirror"
+    )
+    security_mirror: HttpUrl | None = Field(default=None, description="Debian/Ubuntu security archive mirror")
+    vendor: AptRepository | None = Field(default=None, description="NVIDIA CUDA repository (driver, DCGM)")
+    doca: AptRepository | None = Field(default=None, description="DOCA host repository (doca-ofed)")
+
+
 class Software(_Strict):
     nvidia_driver: Driver
     cuda: str = Field(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}$")
@@ -221,6 +252,7 @@ class Software(_Strict):
     bios: Token | None = None
     nccl_tests: BenchmarkTool = BenchmarkTool(version="2.14.1")
     nvbandwidth: BenchmarkTool = BenchmarkTool(version="0.8")
+    repositories: Repositories = Repositories()
 
 
 class Hugepages(_Strict):

@@ -1,4 +1,5 @@
-"""The host's slurmctld sees every lab node; drain/resume and srun work."""
+"""The host's slurmctld sees every lab node once provisioned (the slurm_node role installs slurmd and munge:
+a pristine node has neither); drain/resume and srun work."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ import pytest
 
 pytestmark = pytest.mark.lab
 DOWN = {"down", "unk", "fail", "failg", "npc", "boot", "futr"}
+
+
+@pytest.fixture(scope="module")
+def slurm_lab(provisioned_lab: Any) -> Any:
+    return provisioned_lab.lab
 
 
 def _slurm(lab: Any, *argv: str) -> str:
@@ -40,8 +46,9 @@ def _wait_idle(lab: Any, names: list[str], timeout: float = 60) -> dict[str, str
     return _wait(lab, names, lambda s: s == "idle", timeout)
 
 
-def test_sinfo_knows_every_node_responding(lab: Any) -> None:
+def test_sinfo_knows_every_node_responding(slurm_lab: Any) -> None:
     """Every node registered and responding (other tests may have drained or allocated some)."""
+    lab = slurm_lab
     names = [n.name for n in lab.plan.nodes]
     st = _wait(lab, names, _responding, 60)
     bad = {n: st.get(n) for n in names if st.get(n) is None or not _responding(st[n])}
@@ -55,7 +62,8 @@ def _idle(lab: Any) -> list[str]:
     return [n.name for n in lab.plan.nodes if st.get(n.name) == "idle"]
 
 
-def test_drain_and_resume(lab: Any) -> None:
+def test_drain_and_resume(slurm_lab: Any) -> None:
+    lab = slurm_lab
     idle = _idle(lab)
     if not idle:
         pytest.skip("no idle node to drain (other tests hold them)")
@@ -69,7 +77,8 @@ def test_drain_and_resume(lab: Any) -> None:
     assert _wait_idle(lab, [node], 30)[node] == "idle"
 
 
-def test_srun_on_two_nodes(lab: Any) -> None:
+def test_srun_on_two_nodes(slurm_lab: Any) -> None:
+    lab = slurm_lab
     idle = set(_idle(lab))
     pair = next(
         (

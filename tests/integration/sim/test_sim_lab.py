@@ -25,8 +25,10 @@ from clusterforge.lab.sim import faults, paths
 from clusterforge.lab.sim.state import initial_state
 
 pytestmark = pytest.mark.lab
-# The NVIDIA stack (driver, fabric manager, DCGM), NCCL and the benchmark tools; no OS tuning, no reboot.
-ROLE_TAGS = "nvidia_gpu,nccl,benchmarks"
+# A bare node's software as provisioning puts it there: the site's repositories (the lab's Debian proxy and
+# vendor repository), the NVIDIA stack (driver, fabric manager, DCGM), NCCL, the benchmark tools and the RDMA
+# stack's packages (doca-ofed: ibstat, perftest, mlnx_qos, mlxconfig); no OS tuning, no reboot.
+ROLE_TAGS = "repositories,nvidia_gpu,nccl,benchmarks,rdma_packages"
 
 
 class Node:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from clusterforge.lab import image
 
@@ -15,9 +16,37 @@ def test_base_hash_is_stable_and_order_free() -> None:
     assert image.base_hash(pkgs) != image.base_hash([*pkgs, "htop"])
 
 
-def test_packages_include_what_nodes_need_offline() -> None:
+ROLES = Path(__file__).resolve().parents[3] / "playbooks/roles"
+
+
+def _role_packages() -> set[str]:
+    """Every Debian package name a role's defaults or Debian vars list under a *_package(s) knob."""
+    out: set[str] = set()
+    for f in [*ROLES.glob("*/vars/Debian.yml"), *ROLES.glob("*/defaults/main.yml")]:
+        for key, value in (yaml.safe_load(f.read_text()) or {}).items():
+            if key.endswith(("_package", "_packages")):
+                values = value if isinstance(value, list) else [value]
+                out |= {v for v in values if isinstance(v, str) and "{{" not in v}
+    return out
+
+
+def test_image_is_a_minimal_server_without_role_packages() -> None:
     pkgs = set(image.packages())
-    assert {"openssh-server", "systemd", "slurmd", "munge", "rdma-core", "tuned", "grub2-common"} <= pkgs
+    assert {"openssh-server", "systemd", "python3", "ca-certificates", "grub2-common"} <= pkgs
+    role_pkgs = _role_packages()
+    assert {
+        "chrony",
+        "tuned",
+        "irqbalance",
+        "rdma-core",
+        "perftest",
+        "slurmd",
+        "munge",
+        "pciutils",
+    } <= role_pkgs
+    both = pkgs & role_pkgs
+    # a role may list a package every minimal install has (the rdma role's iproute2, kmod): never more
+    assert both <= {"iproute2", "kmod"}, f"the node image pre-installs what roles install: {sorted(both)}"
 
 
 def test_tree_hash_follows_content_not_bytecode(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.lab.sim import image, repo
+from clusterforge.lab.sim import image, paths, pkghook, repo
 
 pytestmark = pytest.mark.skipif(
     not shutil.which("dpkg-deb") or not shutil.which("dpkg-divert"), reason="needs dpkg-deb and dpkg-divert"
@@ -56,11 +56,17 @@ def test_build_repo(tmp_path: Path) -> None:
     assert "updates/dkms" in scripts
 
 
+def _status(*installed: str, removed: tuple[str, ...] = ()) -> str:
+    rows = [f"Package: {p}\nStatus: install ok installed\nVersion: 1\n" for p in installed]
+    rows += [f"Package: {p}\nStatus: deinstall ok config-files\nVersion: 1\n" for p in removed]
+    return "\n".join(rows)
+
+
 def _fake_rootfs(root: Path) -> None:
     """Just enough of a Debian rootfs: the dpkg database of the packages whose tools are diverted."""
     info = root / "var/lib/dpkg/info"
     info.mkdir(parents=True)
-    (root / "var/lib/dpkg/status").write_text("")
+    (root / "var/lib/dpkg/status").write_text(_status("util-linux", "iproute2"))
     (root / "var/lib/dpkg/diversions").write_text("")
     (info / "util-linux.list").write_text("/.\n/bin\n/bin/dmesg\n")
     (info / "iproute2.list").write_text("/.\n/usr/bin\n/usr/bin/rdma\n")
@@ -81,7 +87,10 @@ def test_install_into_rootfs(tmp_path: Path) -> None:
     assert not (root / "usr/lib/clusterforge-sim/clusterforge/lab/sim/cli.py").exists()
     assert (root / "bin/dmesg").is_symlink() and (root / "bin/dmesg.distrib").read_text() == "real\n"
     assert (root / "usr/bin/rdma.distrib").read_text() == "real\n"
-    assert (root / "usr/sbin/ibstat").is_symlink() and (root / "usr/bin/mlnx_qos").is_symlink()
+    # not installed yet: diverted ahead, but no tool (vendor tools come from the lab repository's packages)
+    assert not (root / "usr/sbin/ibstat").exists() and not (root / "usr/sbin/ibstat").is_symlink()
+    assert not (root / "usr/bin/ib_write_bw").is_symlink() and not (root / "usr/bin/mlnx_qos").exists()
+    assert "pkg-sync" in (root / pkghook.HOOK_PATH.lstrip("/")).read_text()
     assert (root / "usr/local/sbin/modprobe").is_symlink()
     div = subprocess.run(["dpkg-divert", f"--root={root}", "--list"], capture_output=True, text=True).stdout
     assert "diversion of /bin/dmesg to /bin/dmesg.distrib by clusterforge-sim" in div
@@ -92,3 +101,56 @@ def test_install_into_rootfs(tmp_path: Path) -> None:
     assert "GRUB_CMDLINE_LINUX_DEFAULT" in (root / "etc/default/grub").read_text()
     r = subprocess.run([str(root / "usr/local/bin/mkdir"), "-p", str(tmp_path / "x/y")], capture_output=True)
     assert r.returncode == 0 and (tmp_path / "x/y").is_dir()
+
+
+def test_apt_hook_links_a_tool_only_while_its_package_is_installed(tmp_path: Path) -> None:
+    root = tmp_path / "rootfs"
+    _fake_rootfs(root)
+    image.install_into_rootfs(root)
+    status = root / "var/lib/dpkg/status"
+    status.write_text(_status("util-linux", "iproute2", "infiniband-diags", "perftest"))
+    changes = pkghook.sync(root)
+    assert "+/usr/sbin/ibstat" in changes and "+/usr/bin/ib_write_bw" in changes
+    assert "+/usr/bin/ibv_devinfo" not in changes  # ibverbs-utils not installed
+    assert (root / "usr/sbin/ibstat").is_symlink()
+    assert str((root / "usr/sbin/ibstat").readlink()) == paths.ENTRY
+    assert pkghook.sync(root) == []  # idempotent
+    status.write_text(_status("util-linux", "iproute2", "perftest", removed=("infiniband-diags",)))
+    assert pkghook.sync(root) == ["-/usr/sbin/ibstat", "-/usr/sbin/ibstatus"]
+    assert not (root / "usr/sbin/ibstat").is_symlink()
+    assert (root / "usr/bin/ib_write_bw").is_symlink()
+
+
+def test_apt_hook_never_replaces_a_real_file(tmp_path: Path) -> None:
+    root = tmp_path / "rootfs"
+    _fake_rootfs(root)
+    (root / "var/lib/dpkg/status").write_text(_status("infiniband-diags"))
+    (root / "usr/sbin").mkdir(parents=True)
+    (root / "usr/sbin/ibstat").write_text("real, not diverted\n")
+    assert "+/usr/sbin/ibstat" not in pkghook.sync(root)
+    assert (root / "usr/sbin/ibstat").read_text() == "real, not diverted\n"
+
+
+def test_installed_packages_reads_dpkg_status() -> None:
+    text = (
+        "Package: rdma-core\nStatus: install ok installed\nDescription: x\n continued: line\n\n"
+        "Package: perftest\nStatus: deinstall ok config-files\n\n"
+        "Package: libc6:amd64\nStatus: install ok installed\n\n"
+        "Package: mft\nStatus: install ok half-configured\n"
+    )
+    assert pkghook.installed_packages(text) == {"rdma-core", "libc6"}
+
+
+def test_doca_ofed_profile_packages(tmp_path: Path) -> None:
+    pkgs = {(d.name, d.version): d for d in repo.doca_packages()}
+    doca = pkgs[("doca-ofed", "2.10.0-1")]
+    assert {"rdma-core", "ibverbs-utils", "infiniband-diags", "perftest"} <= set(doca.depends)
+    assert "mlnx-tools (= 25.01-0.6.0-1)" in doca.depends and any(
+        d.startswith("mft (=") for d in doca.depends
+    )
+    tools = pkgs[("mlnx-tools", "25.01-0.6.0-1")].links
+    assert set(tools) == {"/usr/bin/mlnx_qos", "/usr/sbin/show_gids", "/usr/bin/ibdev2netdev"}
+    deb = repo.build_deb(pkgs[("ofed-scripts", "25.01-0.6.0-1")], tmp_path)
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path / "x")], check=True)
+    r = subprocess.run([str(tmp_path / "x/usr/bin/ofed_info"), "-s"], capture_output=True, text=True)
+    assert r.stdout == "OFED-internal-25.01-0.6.0:\n"  # the DOCA-era `ofed_info -s` line (fixtures/real)

@@ -93,7 +93,7 @@ def _with(node: NodeExpect, **software: object) -> NodeExpect:
 def test_packages_against_pins(ib_node: NodeExpect) -> None:
     dpkg = software.DPKG
     listing = (
-        "libnccl2\t2.26.2-1+cuda12.8\thi \nrdma-core\t44.0-2\tii \n"
+        "libnccl2\t2.26.2-1+cuda12.8\thi \nrdma-core\t44.0-2\tii \ndoca-ofed\t2.10.0-1\thi \n"
         "datacenter-gpu-manager-4-core\t1:4.2.3-1\tii \nlibnccl-dev\t2.26.2-1+cuda12.8\trc \n"
     )
     deb = {software.OS_RELEASE: (0, UBUNTU)}
@@ -101,6 +101,17 @@ def test_packages_against_pins(ib_node: NodeExpect) -> None:
     software.test_nccl(ib_node, node)
     software.test_rdma(ib_node, node)
     software.test_dcgm(ib_node, node)
+    with pytest.raises(CheckFailed, match=r"doca-ofed: expected 2.10.0; found not installed"):
+        software.test_rdma_core(
+            ib_node, FakeNode({dpkg: (0, listing.replace("doca-ofed\t2.10.0-1\thi \n", ""))})
+        )
+    inbox = ib_node.__class__(
+        **{
+            **ib_node.__dict__,
+            "software": {**ib_node.software, "rdma": {"stack": "inbox", "version": "44.0"}},
+        }
+    )
+    software.test_rdma_core(inbox, node)
     with pytest.raises(CheckFailed, match=r"NCCL \(libnccl2\): expected 2.26.2; found libnccl2 2.25.1-1"):
         software.test_nccl(ib_node, FakeNode({dpkg: (0, listing.replace("2.26.2-1", "2.25.1-1", 1)), **deb}))
     with pytest.raises(CheckError, match="dpkg-query` is not installed"):

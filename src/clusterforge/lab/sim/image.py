@@ -3,11 +3,13 @@
 ``install_into_rootfs(rootfs)``:
 * copies this package to /usr/lib/clusterforge-sim/ (stub ``clusterforge``/``clusterforge.lab`` packages) and
   writes the multi-call entry /usr/lib/clusterforge-sim/clusterforge-sim;
-* puts each simulated tool at its real path. Tools that Debian packages also ship are dpkg-diverted
-  (``--package clusterforge-sim --rename``, real binary kept as ``<path>.distrib``), so installing or
-  upgrading those packages later never overwrites the simulator; tools that only exist in vendor stacks
-  (MLNX_OFED/MFT) are placed at the vendor's path; kmod's modprobe/rmmod are shadowed by PATH order
-  (/usr/local/sbin) because the real ones must still serve non-simulated modules;
+* registers a dpkg diversion (``--package clusterforge-sim --rename``, the real binary kept as
+  ``<path>.distrib``) for every Debian tool the simulator replaces, installed or not, and the apt hook
+  (``pkghook.HOOK_CONF``) that links each such tool to the simulator once its package is installed: a
+  tool appears only with its package, as on a real server; the vendor tools (mlnx_qos, mlxconfig,
+  ofed_info ...) come from the vendor packages of the lab repository (``repo.py``), not from the image;
+  kmod's modprobe/rmmod/lsmod are shadowed by PATH order (/usr/local/sbin) because the real ones must
+  still serve non-simulated modules (the kernel is hardware here);
 * installs and enables clusterforge-sim-boot.service and clusterforge-sim-kernel.service, the ssh drop-in
   behind the sshd-stopped fault, /etc/default/grub when absent, and mkdir/rmdir shims for configfs.
 """
@@ -18,32 +20,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import paths, units
+from . import paths, pkghook, units
+from .pkghook import DIVERTED
 
-# tool -> (the path its Debian package uses, the package) : diverted
-DIVERTED = {
-    "ibstat": ("/usr/sbin/ibstat", "infiniband-diags"),
-    "ibstatus": ("/usr/sbin/ibstatus", "infiniband-diags"),
-    "ibv_devinfo": ("/usr/bin/ibv_devinfo", "ibverbs-utils"),
-    "ib_write_bw": ("/usr/bin/ib_write_bw", "perftest"),
-    "ib_write_lat": ("/usr/bin/ib_write_lat", "perftest"),
-    "ib_read_bw": ("/usr/bin/ib_read_bw", "perftest"),
-    "ib_read_lat": ("/usr/bin/ib_read_lat", "perftest"),
-    "ib_send_bw": ("/usr/bin/ib_send_bw", "perftest"),
-    "ib_send_lat": ("/usr/bin/ib_send_lat", "perftest"),
-    "rdma": ("/usr/bin/rdma", "iproute2"),
-    "dmesg": ("/bin/dmesg", "util-linux"),
-    "update-grub": ("/usr/sbin/update-grub", "grub2-common"),
-    "update-grub2": ("/usr/sbin/update-grub2", "grub2-common"),
-    "grub-mkconfig": ("/usr/sbin/grub-mkconfig", "grub-common"),
-}
-# tools no Debian package ships: placed where MLNX_OFED / mlnx-tools / MFT put them
-VENDOR = {
-    "mlnx_qos": "/usr/bin/mlnx_qos",
-    "show_gids": "/usr/sbin/show_gids",
-    "ibdev2netdev": "/usr/bin/ibdev2netdev",
-    "mlxconfig": "/usr/bin/mlxconfig",
-}
 # shadowed by PATH order: the real tool stays in charge of everything the simulator does not know
 SHADOWED = {
     "modprobe": "/usr/local/sbin/modprobe",
@@ -158,10 +137,10 @@ def install_into_rootfs(rootfs: Path) -> None:
     rootfs = Path(rootfs)
     copy_package(rootfs)
     for tool, (default, _pkg) in DIVERTED.items():
-        path = _dpkg_path(rootfs, tool, default)
-        _divert(rootfs, path)
-        _link(rootfs, path)
-    for path in list(VENDOR.values()) + list(SHADOWED.values()):
+        _divert(rootfs, _dpkg_path(rootfs, tool, default))
+    _write(rootfs, pkghook.HOOK_PATH, pkghook.HOOK_CONF)
+    pkghook.sync(rootfs)  # the tools of packages already in the image (iproute2, util-linux, grub2-common)
+    for path in SHADOWED.values():
         _link(rootfs, path)
     _write(rootfs, "/usr/local/bin/mkdir", MKDIR_SHIM, 0o755)
     _write(rootfs, "/usr/local/bin/rmdir", RMDIR_SHIM, 0o755)

@@ -11,7 +11,21 @@ USAGE = "usage: clusterforge-sim TOOL [ARGS...]   (clusterforge-sim tools: list 
 
 
 def _tools() -> dict[str, Callable[[list[str]], int]]:
-    from . import bench, boot, daemons, dcgm, faults, grub, ibtools, klog, kmod, mlnx, nvidia_smi, perftest
+    from . import (
+        bench,
+        boot,
+        daemons,
+        dcgm,
+        faults,
+        grub,
+        ibtools,
+        klog,
+        kmod,
+        mlnx,
+        nvidia_smi,
+        perftest,
+        pkghook,
+    )
 
     t: dict[str, Callable[[list[str]], int]] = {
         "nvidia-smi": nvidia_smi.main,
@@ -36,6 +50,7 @@ def _tools() -> dict[str, Callable[[list[str]], int]]:
         "kerneld": daemons.kerneld,
         "configfs-sync": daemons.configfs_sync,
         "fault": faults.main,
+        "pkg-sync": pkghook.main,
     }
     for name in ibtools.TOOLS:
         t[name] = functools.partial(ibtools.main, name)

@@ -39,6 +39,10 @@ NCCL_TESTS = [
     "reduce_perf",
     "sendrecv_perf",
 ]
+# DOCA-Host release -> the DOCA-OFED (formerly MLNX_OFED) version that `ofed_info -s` reports
+# ("OFED-internal-<ver>:", the DOCA-era naming seen in tests/fixtures/real/ofed_info-s__doca-ofed-25.10-*).
+DOCA_VERSIONS = [("2.9.1", "24.10-1.1.4"), ("2.10.0", "25.01-0.6.0")]
+MFT_VERSIONS = {"2.9.1": "4.30.1-1210", "2.10.0": "4.31.0-149"}
 KEYRING = "clusterforge-lab-archive-keyring.gpg"
 MAINTAINER = "clusterforge lab simulator <lab@clusterforge.invalid>"
 
@@ -177,6 +181,7 @@ def packages() -> list[Deb]:
                 files=_marker("libnccl2", version=v, cuda=cuda),
             )
         )
+    debs += doca_packages()
     for v in NCCL_TESTS_VERSIONS:
         debs.append(
             Deb(
@@ -198,6 +203,79 @@ def packages() -> list[Deb]:
                 "from the upstream release, NVIDIA/nvbandwidth)",
                 links={"/usr/bin/nvbandwidth": paths.ENTRY},
                 files=_marker("nvbandwidth", version=f"v{v}"),
+            )
+        )
+    return debs
+
+
+OFED_INFO = """#!/bin/sh
+# ofed_info (simulated by the clusterforge lab): the installed DOCA-OFED version.
+case "$1" in
+  -s) echo "OFED-internal-@OFED@:" ;;
+  -n) echo "@OFED@" ;;
+  *) printf 'OFED-internal-@OFED@ (DOCA-Host @DOCA@, simulated by the clusterforge lab):\\n' ;;
+esac
+"""
+
+
+def doca_packages() -> list[Deb]:
+    """The DOCA-OFED profile under its real package names: `doca-ofed` (the profile metapackage) depends on
+    the userspace set (rdma-core, ibverbs-utils, infiniband-diags, perftest: Debian's builds here, NVIDIA's
+    own builds in the real DOCA repository), `mlnx-tools` (mlnx_qos, show_gids, ibdev2netdev), `mft`
+    (mlxconfig) and `ofed-scripts` (ofed_info). The tools are the simulator's; no kernel modules."""
+    debs: list[Deb] = []
+    for doca, ofed in DOCA_VERSIONS:
+        v = f"{ofed}-1"
+        debs.append(
+            Deb(
+                "mlnx-tools",
+                v,
+                "Mellanox userland tools (mlnx_qos, show_gids, ibdev2netdev), simulated by clusterforge",
+                depends=["python3"],
+                links={
+                    "/usr/bin/mlnx_qos": paths.ENTRY,
+                    "/usr/sbin/show_gids": paths.ENTRY,
+                    "/usr/bin/ibdev2netdev": paths.ENTRY,
+                },
+                files=_marker("mlnx-tools", version=ofed),
+            )
+        )
+        mft = MFT_VERSIONS[doca]
+        debs.append(
+            Deb(
+                "mft",
+                f"{mft}",
+                "NVIDIA Firmware Tools (mlxconfig), simulated by the clusterforge lab",
+                links={"/usr/bin/mlxconfig": paths.ENTRY},
+                files=_marker("mft", version=mft),
+            )
+        )
+        debs.append(
+            Deb(
+                "ofed-scripts",
+                v,
+                "DOCA-OFED scripts (ofed_info), simulated by the clusterforge lab",
+                files={
+                    "/usr/bin/ofed_info": OFED_INFO.replace("@OFED@", ofed).replace("@DOCA@", doca),
+                    **_marker("ofed-scripts", version=ofed, doca=doca),
+                },
+            )
+        )
+        debs.append(
+            Deb(
+                "doca-ofed",
+                f"{doca}-1",
+                f"DOCA-Host doca-ofed profile {doca} (DOCA-OFED {ofed}), simulated by the clusterforge lab",
+                depends=[
+                    "rdma-core",
+                    "ibverbs-utils",
+                    "infiniband-diags",
+                    "perftest",
+                    f"mlnx-tools (= {v})",
+                    f"mft (= {mft})",
+                    f"ofed-scripts (= {v})",
+                ],
+                files=_marker("doca-ofed", version=doca, ofed=ofed),
             )
         )
     return debs
@@ -231,7 +309,7 @@ def build_deb(d: Deb, outdir: Path) -> Path:
             f = root / path.lstrip("/")
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_text(text)
-            f.chmod(0o644)
+            f.chmod(0o755 if text.startswith("#!") else 0o644)
         for path, target in d.links.items():
             f = root / path.lstrip("/")
             f.parent.mkdir(parents=True, exist_ok=True)
