@@ -139,6 +139,7 @@ def benchmarks_vars(sw: dict[str, Any]) -> dict[str, Any]:
         for key, knob in (("package", "package"), ("url", "artifact_url"), ("sha256", "sha256")):
             if pin.get(key):
                 out[f"benchmarks_{tool}_{knob}"] = pin[key]
+    return out
 
 
 def repository_vars(repos: dict[str, Any]) -> dict[str, Any]:
