@@ -8,7 +8,13 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-python="${PYTHON:-${root}/.venv/bin/python}"
+if [[ -n "${PYTHON:-}" ]]; then
+  python="${PYTHON}"
+elif [[ -x "${root}/.venv/bin/python" ]]; then
+  python="${root}/.venv/bin/python"
+else
+  python="$(command -v python3)"
+fi
 args=(--dest "${CLUSTERFORGE_COLLECTIONS_DIR:-${root}/collections}")
 [[ -n "${CLUSTERFORGE_WHEEL_DIR:-}" ]] && args+=(--wheel-dir "${CLUSTERFORGE_WHEEL_DIR}")
 [[ -n "${CLUSTERFORGE_ANSIBLE_VERSION:-}" ]] && args+=(--version "${CLUSTERFORGE_ANSIBLE_VERSION}")

@@ -17,6 +17,7 @@ def collections_installed() -> Path:
     """ansible.posix + community.general extracted from the pinned ansible wheel (fast when done)."""
     proc = subprocess.run(
         [str(ROOT / "scripts" / "install-collections.sh")],
+        env={**os.environ, "PYTHON": sys.executable},  # the interpreter running the tests has clusterforge
         capture_output=True,
         text=True,
         timeout=600,

@@ -36,6 +36,7 @@ READ_ONLY_COMMANDS = {
     "cat": lambda args: all(not a.startswith("-") for a in args),
     "nvidia-smi": _nvidia_smi_query,
     "systemctl": lambda args: args[:1] == ["show"],
+    "dpkg-query": lambda args: all(not a.startswith(("--set", "--clear", "--update")) for a in args),
 }
 
 

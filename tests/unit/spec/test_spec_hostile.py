@@ -147,7 +147,11 @@ def test_hostile_inline_sku_values(mutate: Callable[[dict[str, Any]], None], pat
         ("time_servers: [10.244.0.1]", "time_servers: [10.244.0.256]", "tuning.time_servers[0]"),
         ("tuned_profile: latency-performance", "tuned_profile: 'a; reboot'", "tuning.tuned_profile"),
         ("tuned_profile: latency-performance", "tuned_profile: 'a b'", "tuning.tuned_profile"),
-        ('version: "44.0"', 'version: "44.0 $(id)"', "software.rdma.version"),
+        (
+            'rdma: {stack: doca-ofed, version: "2.10.0"}',
+            'rdma: {stack: doca-ofed, version: "2.10.0 $(id)"}',
+            "software.rdma.version",
+        ),
         ('nic_firmware: "28.43.2026"', 'nic_firmware: "28.43\\r2026"', "software.nic_firmware"),
         ("  name: lab\n  racks", "  name: 'lab;x'\n  racks", "site.name"),
         ("model: SN5600", "model: 'SN{{5600}}'", "fabrics.compute[0].switch.model"),

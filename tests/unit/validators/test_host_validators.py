@@ -97,21 +97,18 @@ def test_packages_against_pins(ib_node: NodeExpect) -> None:
         "datacenter-gpu-manager-4-core\t1:4.2.3-1\tii \nlibnccl-dev\t2.26.2-1+cuda12.8\trc \n"
     )
     deb = {software.OS_RELEASE: (0, UBUNTU)}
-    node = FakeNode({dpkg: (0, listing), **deb})
+    # the lab pins DOCA 2.10.0; its ofed_info prints the OFED version of that release (simulated 25.01)
+    ofed = {software.OFED_INFO: (0, "OFED-internal-25.01-0.6.0:\n")}
+    assert ib_node.software["rdma"] == {"stack": "doca-ofed", "version": "2.10.0"}
+    node = FakeNode({dpkg: (0, listing), **deb, **ofed})
     software.test_nccl(ib_node, node)
     software.test_rdma(ib_node, node)
     software.test_dcgm(ib_node, node)
-    with pytest.raises(CheckFailed, match=r"doca-ofed: expected 2.10.0; found not installed"):
-        software.test_rdma_core(
-            ib_node, FakeNode({dpkg: (0, listing.replace("doca-ofed\t2.10.0-1\thi \n", ""))})
+    with pytest.raises(CheckFailed, match=r"expected 2.10.0; found OFED-internal-25.01-0.6.0; package"):
+        software.test_rdma(
+            ib_node, FakeNode({dpkg: (0, listing.replace("doca-ofed\t2.10.0-1\thi \n", "")), **deb, **ofed})
         )
-    inbox = ib_node.__class__(
-        **{
-            **ib_node.__dict__,
-            "software": {**ib_node.software, "rdma": {"stack": "inbox", "version": "44.0"}},
-        }
-    )
-    software.test_rdma_core(inbox, node)
+    software.test_rdma(_with(ib_node, rdma={"stack": "inbox", "version": "44.0"}), node)
     with pytest.raises(CheckFailed, match=r"NCCL \(libnccl2\): expected 2.26.2; found libnccl2 2.25.1-1"):
         software.test_nccl(ib_node, FakeNode({dpkg: (0, listing.replace("2.26.2-1", "2.25.1-1", 1)), **deb}))
     with pytest.raises(CheckError, match="dpkg-query` is not installed"):
@@ -128,13 +125,14 @@ def test_packages_on_the_rpm_family(ib_node: NodeExpect) -> None:
         "datacenter-gpu-manager-4-core\t1:4.2.3-1\n"
     )
     node = FakeNode({rpm: (0, listing), software.OS_RELEASE: (0, ROCKY)})
+    inbox = _with(ib_node, rdma={"stack": "inbox", "version": "44.0"})
     software.test_nccl(ib_node, node)
-    software.test_rdma(ib_node, node)
+    software.test_rdma(inbox, node)
     software.test_dcgm(ib_node, node)
     assert software.DPKG not in node.asked
     with pytest.raises(CheckFailed, match=r"rdma-core: expected 44.0; found rdma-core \(none\):51.0-1.el9"):
         software.test_rdma(
-            ib_node, FakeNode({rpm: (0, "rdma-core\t(none):51.0-1.el9\n"), software.OS_RELEASE: (0, ROCKY)})
+            inbox, FakeNode({rpm: (0, "rdma-core\t(none):51.0-1.el9\n"), software.OS_RELEASE: (0, ROCKY)})
         )
     with pytest.raises(CheckError, match="`rpm` is not installed"):
         software.test_nccl(ib_node, FakeNode({software.OS_RELEASE: (0, ROCKY)}))
