@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from clusterforge.errors import ClusterforgeError, ExitCode
+from clusterforge.term import literal, safe
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])", re.I)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -120,7 +121,7 @@ def burnin(
             resume=resume,
             db_path=db,
             admit=admit,
-            say=lambda s: console.print(s, highlight=False, soft_wrap=True),
+            say=lambda s: console.print(literal(s), highlight=False, soft_wrap=True),
         )
     except BurninError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -172,13 +173,14 @@ def _summary(console: object, out: object) -> None:
     )
     for n, v in out.evaluation.nodes.items():
         style = {"pass": "green", "fail": "red", "error": "yellow"}[v.verdict]
-        t.add_row(n, f"[{style}]{v.verdict}[/]", ", ".join(v.components) or "-", out.actions.get(n, "-"))
+        cells = (safe(", ".join(v.components) or "-"), safe(out.actions.get(n, "-")))
+        t.add_row(safe(n), f"[{style}]{v.verdict}[/]", *cells)
     console.print(t)
     for n, v in out.evaluation.nodes.items():
         for f in v.findings:
-            console.print(f"  {n}: {f.summary}", highlight=False, soft_wrap=True)
+            console.print(literal(f"  {n}: {f.summary}"), highlight=False, soft_wrap=True)
     for f in out.evaluation.fabric:
-        console.print(f"  fabric: {f.summary}", highlight=False, soft_wrap=True)
+        console.print(literal(f"  fabric: {f.summary}"), highlight=False, soft_wrap=True)
 
 
 def _write_report(run: str, html_out: Path | None, json_out: Path | None, db: Path | None) -> None:

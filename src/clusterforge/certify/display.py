@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from clusterforge.certify.results import NodeResult
+from clusterforge.term import safe
 
 STYLE = {"pass": "green", "fail": "red", "error": "red", "unreachable": "red", "incomplete": "yellow"}
 
@@ -29,7 +30,7 @@ class CertifyProgress:
             disable=not console.is_terminal,
         )
         self.tasks: dict[str, TaskID] = {
-            n: self.progress.add_task("", total=None, node=n, status="queued") for n in nodes
+            n: self.progress.add_task("", total=None, node=safe(n), status="queued") for n in nodes
         }
         self.bad: dict[str, int] = dict.fromkeys(nodes, 0)
         self._lock = threading.Lock()
@@ -67,15 +68,15 @@ def table(title: str, results: dict[str, NodeResult], actions: dict[str, str]) -
         bad = [f"{c.check_id}" for c in r.failed] + [f"{c.check_id} (error)" for c in r.errored]
         detail = ", ".join(bad[:6]) + (f" +{len(bad) - 6}" if len(bad) > 6 else "") or r.note
         counts = {v: sum(1 for c in r.checks if c.status == v) for v in ("pass", "fail", "error")}
-        t.add_row(
-            r.node,
-            f"[{STYLE.get(word, 'white')}]{word}[/]",
+        t.add_row(  # cells are rich markup: every value from a node, a plan or a tool goes through safe()
+            safe(r.node),
+            f"[{STYLE.get(word, 'white')}]{safe(word)}[/]",
             str(counts["pass"]),
             str(counts["fail"]),
             str(counts["error"]),
             f"{r.seconds:.1f}",
-            detail,
-            actions.get(r.node, "-"),
+            safe(detail),
+            safe(actions.get(r.node, "-")),
         )
     return t
 
@@ -90,7 +91,8 @@ def explain(console: Console, results: dict[str, NodeResult], limit: int = 20) -
                 console.print(f"... more in the JSON/JUnit report ({total} in all)")
                 return
             console.print(
-                f"[bold]{r.node}[/] {c.check_id} [{STYLE[c.status]}]{c.status}[/]: {c.message}",
+                f"[bold]{safe(r.node)}[/] {safe(c.check_id)} "
+                f"[{STYLE[c.status]}]{c.status}[/]: {safe(c.message)}",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -24,6 +24,7 @@ from clusterforge.certify.runner import TIER_MARKERS, certify_nodes
 from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode, InputError
 from clusterforge.records import signing
+from clusterforge.term import safe
 
 
 @dataclass
@@ -38,7 +39,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _fail_input(console: Console, message: str) -> int:
-    console.print(f"[red]error[/]: {message}", highlight=False, soft_wrap=True)
+    console.print(f"[red]error[/]: {safe(message)}", highlight=False, soft_wrap=True)
     return int(ExitCode.BAD_INPUT)
 
 
@@ -70,10 +71,10 @@ def certify_flow(
     try:
         rec = Recorder.start(doc["cluster"], doc["plan_hash"], spec, tier, names)
     except ClusterforgeError as exc:  # NodesBusy: another live run holds some of these nodes
-        console.print(f"[red]error[/]: {exc}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error[/]: {safe(exc)}", highlight=False, soft_wrap=True)
         return int(exc.exit_code)
     console.print(
-        f"[bold]»[/] certify {tier}: {len(names)} node(s) of {doc['cluster']}, run {rec.run_id} "
+        f"[bold]»[/] certify {safe(tier)}: {len(names)} node(s) of {safe(doc['cluster'])}, run {rec.run_id} "
         f"({getpass.getuser()}@{socket.gethostname()}, plan {doc['plan_hash'][:12]})"
     )
     pool = admission.pool_for(doc) if admit or tier == "full" else None
@@ -150,6 +151,6 @@ def _report(
         "pool_actions": actions,
     }
     if outputs.json:
-        console.print(f"results: {write_json(outputs.json, meta, results)}")
+        console.print(f"results: {safe(write_json(outputs.json, meta, results))}")
     if outputs.junit:
-        console.print(f"junit: {write_junit(outputs.junit, f'certify-{tier}', results)}")
+        console.print(f"junit: {safe(write_junit(outputs.junit, f'certify-{tier}', results))}")
