@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from clusterforge import term
 from clusterforge.burnin import cli as burnin_cli
 from clusterforge.certify import cli as certify_cli
 from clusterforge.checks import cli as checks_cli
@@ -34,8 +34,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console(stderr=False)
-err = Console(stderr=True)
+console = term.console()
+err = term.console(stderr=True)
 
 
 def _version(value: bool) -> None:

@@ -8,6 +8,7 @@ for a whole message printed as-is with an optional style. The escaping of contro
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
@@ -32,3 +33,18 @@ def literal(text: object, style: str = "") -> Text:
 def error_line(label: str, message: object, style: str = "red") -> Text:
     """`label: message` with the label styled and the message literal (the CLI's error printer)."""
     return Text.assemble((label, style), ": ", literal(message))
+
+
+#: the width used when output is not a terminal (CI logs, pipes): wide enough that no table cell is cut
+PLAIN_WIDTH = 1000
+
+
+def console(stderr: bool = False) -> Console:
+    """The CLI's console: a terminal keeps its width and colours; anywhere else (CI logs, `| tee`, files) the
+    output is plain and wide, so tables are never wrapped at 80 columns or cut with an ellipsis."""
+    import sys
+
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, width=PLAIN_WIDTH, no_color=True, highlight=False, emoji=False)

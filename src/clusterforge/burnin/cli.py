@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from clusterforge.errors import ClusterforgeError, ExitCode
+from clusterforge.term import console as term_console
 from clusterforge.term import literal, safe
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])", re.I)
@@ -87,14 +88,12 @@ def burnin(
     cable, multi-node all_reduce; flag outliers against the fleet; certify (tier burnin) or drain."""
     from dataclasses import replace
 
-    from rich.console import Console
-
     from clusterforge.burnin import runner
     from clusterforge.burnin.analysis import AnalysisConfig
     from clusterforge.burnin.db import BurninError
     from clusterforge.burnin.suite import SuiteOptions
 
-    console = Console()
+    console = term_console()
     if resume is None and (duration is None) == (iterations is None):
         raise typer.BadParameter("give --duration or --iterations (one of the two), or --resume RUN")
     if launcher not in ("slurm", "mpirun", "none"):

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+
+from clusterforge.term import console
 
 certify_app = typer.Typer(
     help="Certify nodes against the plan: validators per node, records, certificates, admission.\n\n"
@@ -42,5 +43,5 @@ def certify(
     """Run the validators of TIER on every selected node, record the run, issue certificates."""
     from clusterforge.certify.pipeline import Outputs, certify_flow
 
-    rc = certify_flow(spec, tier, limit, admit, Console(), Outputs(junit=junit, json=json_out, jobs=jobs))
+    rc = certify_flow(spec, tier, limit, admit, console(), Outputs(junit=junit, json=json_out, jobs=jobs))
     raise typer.Exit(rc)
