@@ -33,7 +33,16 @@ def lab_unavailable() -> str | None:
     """Why the lab cannot run here, or None."""
     if os.geteuid() != 0:
         return "the lab needs root (netns, bridges, systemd-nspawn): run the lab tests as root"
-    for tool in ("systemd-nspawn", "debootstrap", "slurmctld", "munged", "zstd", "nsenter", "ssh"):
+    for tool in (
+        "systemd-nspawn",
+        "debootstrap",
+        "slurmctld",
+        "munged",
+        "zstd",
+        "nsenter",
+        "ssh",
+        "apt-cacher-ng",
+    ):
         if shutil.which(tool) is None:
             return f"{tool} missing: run scripts/install-system-deps.sh"
     return None
