@@ -295,25 +295,7 @@ class BurninDB:
         ]
 
     def measurements(self, burnin_id: str) -> list[tuple[int, Measurement]]:
-        rows = self._all(
-            "SELECT * FROM burnin_measurements WHERE burnin_id = ? ORDER BY iteration, rowid", (burnin_id,)
-        )
-        return [
-            (
-                int(r["iteration"]),
-                Measurement(
-                    r["test"],
-                    r["node"],
-                    r["component"],
-                    r["peer"],
-                    r["value"],
-                    r["unit"] or "",
-                    r["error"] or "",
-                    json.loads(r["detail"]) if r["detail"] else {},
-                ),
-            )
-            for r in rows
-        ]
+        return measurements(self._all(MEASUREMENTS_SQL, (burnin_id,)))
 
     # -- verdicts -------------------------------------------------------------------------------------
     def set_verdicts(self, burnin_id: str, verdicts: Iterable[dict[str, Any]]) -> None:
@@ -338,3 +320,26 @@ class BurninDB:
             r["node"]: {"verdict": r["verdict"], "findings": json.loads(r["findings"])}
             for r in self._all("SELECT * FROM burnin_verdicts WHERE burnin_id = ?", (burnin_id,))
         }
+
+
+MEASUREMENTS_SQL = "SELECT * FROM burnin_measurements WHERE burnin_id = ? ORDER BY iteration, rowid"
+
+
+def measurements(rows: Iterable[sqlite3.Row]) -> list[tuple[int, Measurement]]:
+    """(iteration, Measurement) of burnin_measurements rows (MEASUREMENTS_SQL), in their order."""
+    return [
+        (
+            int(r["iteration"]),
+            Measurement(
+                r["test"],
+                r["node"],
+                r["component"],
+                r["peer"],
+                r["value"],
+                r["unit"] or "",
+                r["error"] or "",
+                json.loads(r["detail"]) if r["detail"] else {},
+            ),
+        )
+        for r in rows
+    ]

@@ -274,29 +274,13 @@ def burnin_families(db: sqlite3.Connection) -> list[Family]:
 
 
 def _burnin_scores(db: sqlite3.Connection, run: sqlite3.Row) -> dict[tuple[str, str], float]:
+    from clusterforge.burnin import db as burnin_db
     from clusterforge.burnin import issue, pairs
     from clusterforge.burnin.analysis import AnalysisConfig
-    from clusterforge.burnin.model import PERF_TESTS, Measurement
+    from clusterforge.burnin.model import PERF_TESTS
     from clusterforge.burnin.verdicts import evaluate
 
-    rows = [
-        (
-            int(r["iteration"]),
-            Measurement(
-                r["test"],
-                r["node"],
-                r["component"],
-                r["peer"],
-                r["value"],
-                r["unit"] or "",
-                r["error"] or "",
-                json.loads(r["detail"]) if r["detail"] else {},
-            ),
-        )
-        for r in db.execute(
-            "SELECT * FROM burnin_measurements WHERE burnin_id = ? ORDER BY iteration, rowid", (run["id"],)
-        )
-    ]
+    rows = burnin_db.measurements(db.execute(burnin_db.MEASUREMENTS_SQL, (run["id"],)))
     plan: dict[str, Any] = json.loads(run["plan"] or "{}")
     nodes: list[str] = json.loads(run["nodes"])
     options: dict[str, Any] = json.loads(run["options"] or "{}")
