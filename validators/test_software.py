@@ -11,6 +11,7 @@ import pytest
 
 from clusterforge.certify import readers
 from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad, prefetches
+from clusterforge.certify.commands import argv
 from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import ibstat, ofed_info
@@ -156,7 +157,12 @@ def test_vbios(node: NodeExpect, probe: Probe) -> None:
 
 
 CHRONY_UNITS = ("chrony.service", "chronyd.service")
-CHRONY_SHOW = f"systemctl show -p {readers.UNIT_PROPS} {{}}"
+
+
+def chrony_show(unit: str) -> str:
+    return argv("systemctl", "show", "-p", readers.UNIT_PROPS, unit)
+
+
 CHRONY_CONF = (
     "cat /etc/chrony/chrony.conf /etc/chrony/conf.d/*.conf /etc/chrony/sources.d/*.sources "
     "/etc/chrony.conf 2>/dev/null; true"
@@ -169,13 +175,13 @@ def commands(node: NodeExpect) -> list[str]:
     ofed = [OFED_INFO] if node.software.get("rdma", {}).get("stack") in OFED_STACKS else []
     return [
         SMI_Q, OS_RELEASE, DPKG, RPM, *ofed, "ibstat", CHRONY_CONF,
-        *(CHRONY_SHOW.format(u) for u in CHRONY_UNITS), VIRT,
+        *(chrony_show(u) for u in CHRONY_UNITS), VIRT,
     ]  # fmt: skip
 
 
 def _chrony_unit(probe: Probe) -> tuple[str, dict[str, str]]:
     for unit in CHRONY_UNITS:
-        show = probe.parse(CHRONY_SHOW.format(unit), readers.systemctl_show)
+        show = probe.parse(chrony_show(unit), readers.systemctl_show)
         if show.get("LoadState") == "loaded":
             return unit, show
     raise CheckError("no chrony unit (chrony.service / chronyd.service) is loaded")

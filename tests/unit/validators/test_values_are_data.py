@@ -213,9 +213,8 @@ SOURCES = [*sorted(VALIDATORS.glob("test_*.py")), REPO / "src/clusterforge/burni
 SOURCES += [REPO / "src/clusterforge/burnin/execute.py"]
 
 
-#: (file, expression) known to assemble text from constants only, left for the file's owner to convert:
-#: test_software.py formats the fixed CHRONY_UNITS names into `systemctl show` (no plan value reaches it)
-KNOWN = {("test_software.py", "CHRONY_SHOW.format(unit)"), ("test_software.py", "CHRONY_SHOW.format(u)")}
+#: (file, expression) known to assemble text from constants only (none left)
+KNOWN: set[tuple[str, str]] = set()
 
 
 def _dynamic(node: ast.expr) -> bool:
