@@ -81,6 +81,7 @@ def _tags(role: str) -> set[str]:
 @pytest.mark.parametrize("tool", sorted(tools.TOOLS))
 def test_role_and_tag_exist(tool: str) -> None:
     t = tools.TOOLS[tool]
-    if not (PLAYBOOKS / "roles" / t.role).is_dir():
-        pytest.skip(f"role {t.role} not in this checkout yet")
+    assert (PLAYBOOKS / "roles" / t.role).is_dir(), (
+        f"{tool}: the error message names role {t.role}, which is missing"
+    )
     assert t.tag in _tags(t.role), f"{tool}: tag {t.tag} not used by role {t.role}"
