@@ -189,7 +189,7 @@ def provision(
                 progress.diffs(res.tasks)
             good = [h for h in batch if report.hosts.get(h, HostRecord(h)).status in ("ok", "changed")]
             if not opts.check and good:
-                _reboot_pending(report, inventory, good, opts, pool, progress, env)
+                _reboot_pending(report, inventory, good, opts, pool, progress, env, logs / f"batch-{i}")
             failed_total += sum(
                 1 for h in batch if report.hosts.get(h, HostRecord(h)).status in ("failed", "unreachable")
             )
@@ -216,6 +216,7 @@ def _reboot_pending(
     pool: Pool | None,
     progress: Progress,
     env: dict[str, str] | None = None,
+    logs: Path | None = None,
 ) -> None:
     pending = pending_reboots(inventory, hosts)
     for h, reasons in pending.items():
@@ -251,6 +252,7 @@ def _reboot_pending(
             "clusterforge_reboot_timeout": opts.reboot_timeout,
         },
         on_event=progress.event,
+        keep_artifacts=logs / "reboot" if logs else None,
     )
     back = [h for h in names if res.hosts.get(h) and res.hosts[h].status in ("ok", "changed")]
     for h in names:
@@ -267,7 +269,13 @@ def _reboot_pending(
     # check: converge again after boot (runtime settings, boot-time units); nothing may fail and
     # nothing may still be pending before the node goes back into the pool.
     res = run_playbook(
-        "site.yml", inventory, limit=",".join(back), forks=opts.forks, on_event=progress.event, env=env
+        "site.yml",
+        inventory,
+        limit=",".join(back),
+        forks=opts.forks,
+        on_event=progress.event,
+        env=env,
+        keep_artifacts=logs / "after-reboot" if logs else None,
     )
     still = pending_reboots(inventory, back)
     for h in back:

@@ -109,6 +109,38 @@ def test_package_specs(filters) -> None:
         ps(["x"], "1.0", "Suse")
 
 
+
+def test_packages_missing(filters) -> None:
+    """The gate in front of every package task: a name counts as present only at the pinned version."""
+    pm = filters.packages_missing
+    # ansible_facts.packages shapes: apt (version with epoch) and rpm (version/release/epoch apart)
+    apt = {
+        "chrony": [{"name": "chrony", "version": "4.3-2+deb12u1", "arch": "amd64"}],
+        "datacenter-gpu-manager-4-cuda12": [{"name": "x", "version": "1:4.2.3-1", "arch": "amd64"}],
+        "libnccl2": [{"name": "libnccl2", "version": "2.26.2-1+cuda12.8", "arch": "amd64"}],
+    }
+    assert pm(["chrony", "tuned"], apt) == ["tuned"]
+    assert pm(["chrony"], apt, "", "Debian") == []
+    assert pm(["datacenter-gpu-manager-4-cuda12"], apt, "4.2.3", "Debian", "1") == []
+    assert pm(["datacenter-gpu-manager-4-cuda12"], apt, "4.2.4", "Debian", "1") == [
+        "datacenter-gpu-manager-4-cuda12"
+    ]
+    # no epoch asked, installed has one: the pattern does not match -> "missing", apt decides
+    assert pm(["datacenter-gpu-manager-4-cuda12"], apt, "4.2.3", "Debian") == ["datacenter-gpu-manager-4-cuda12"]
+    assert pm("libnccl2", apt, "2.26.2-1+cuda12.8", "Debian") == []
+    assert pm("libnccl2", apt, "2.26.2-1+cuda12.9", "Debian") == ["libnccl2"]
+    rpm = {"nvidia-driver": [{"name": "nvidia-driver", "version": "570.133.20", "release": "1.el9", "epoch": "3"}]}
+    assert pm(["nvidia-driver"], rpm, "570.133.20", "RedHat", "3") == []
+    assert pm(["nvidia-driver"], rpm, "3:570.133.20", "RedHat") == []
+    assert pm(["nvidia-driver"], rpm, "570.133.20", "RedHat", "2") == ["nvidia-driver"]
+    assert pm(["nvidia-driver"], rpm, "570.124.06", "RedHat", "3") == ["nvidia-driver"]
+    # no facts (package_facts did not run), an unknown family: everything is "missing"
+    assert pm(["chrony", ""], None) == ["chrony"]
+    assert pm(["chrony"], apt, "4.3", "Suse") == ["chrony"]
+    # per-package pins (the benchmarks role's tools each have their own version)
+    pins = [{"package": "libnccl2", "version": "2.26.2"}, {"package": "chrony", "version": "4.4"}]
+    assert pm(pins, apt, "", "Debian") == ["chrony"]
+
 def test_apt_version_pattern(filters) -> None:
     assert filters.apt_version_pattern("570.133.20") == "570.133.20*"
     assert filters.apt_version_pattern("4.2.3", "1") == "1:4.2.3*"

@@ -6,6 +6,7 @@ syntax to a configuration file or a boot script's input)."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 
 from ansible.errors import AnsibleFilterError
@@ -72,6 +73,50 @@ def package_specs(packages, version, family, epoch=""):
     return specs
 
 
+
+def packages_missing(packages, installed, version="", family="Debian", epoch=""):
+    """The names in ``packages`` that ``installed`` (``ansible_facts.packages`` of package_facts) does not
+    show at ``version`` -- what an install task with :func:`package_specs` would still have to do.
+
+    Lets a role skip its package task on a node that already has everything (one package_facts read per
+    run instead of one package-manager start per task). It errs towards "missing": no facts, an unknown
+    family or an ambiguous version give every name back, so the install task runs and decides itself.
+    """
+    items = [packages] if isinstance(packages, (str, dict)) else list(packages or [])
+    pins = []  # (name, version, epoch): a dict item {package|name, version, epoch} carries its own pin
+    for item in items:
+        if isinstance(item, dict):
+            name = str(item.get("package") or item.get("name") or "").strip()
+            pins.append((name, str(item.get("version") or "").strip(), str(item.get("epoch") or "").strip()))
+        else:
+            pins.append((str(item).strip(), "" if version is None else str(version).strip(), epoch))
+    pins = [p for p in pins if p[0]]
+    if not isinstance(installed, dict):
+        return [p[0] for p in pins]
+    missing = []
+    for name, version, epoch in pins:
+        epoch = "" if epoch is None else str(epoch).strip()
+        found = installed.get(name) or []
+        if not version:
+            ok = bool(found)
+        elif family == "Debian":
+            pattern = apt_version_pattern(version, epoch)
+            ok = any(fnmatch.fnmatchcase(str(p.get("version", "")), pattern) for p in found)
+        elif family == "RedHat":
+            want_epoch = epoch or (version.split(":", 1)[0] if ":" in version else "")
+            want_version = version.split(":", 1)[1] if ":" in version else version
+            ok = any(
+                str(p.get("version", "")) == want_version
+                and (not want_epoch or str(p.get("epoch") or "") == want_epoch)
+                for p in found
+            )
+        else:
+            ok = False
+        if not ok:
+            missing.append(name)
+    return missing
+
+
 #: what a value rendered into a node file may look like, by kind (the boot scripts check the same patterns)
 VALUE_PATTERNS = {
     # Linux interface name (IFNAMSIZ 16: at most 15 characters; no '/', ':' or whitespace); no leading '-'
@@ -115,5 +160,6 @@ class FilterModule:
             "cmdline_stale": cmdline_stale,
             "apt_version_pattern": apt_version_pattern,
             "package_specs": package_specs,
+            "packages_missing": packages_missing,
             "cf_checked": cf_checked,
         }
