@@ -84,9 +84,15 @@ def _ssh_options(conn: dict[str, Any], address: str) -> dict[str, str]:
     return opts
 
 
+# ssh_config keywords whose value is the rest of the line, taken as written (a command): never quoted
+REST_OF_LINE = frozenset({"proxycommand", "localcommand", "remotecommand", "knownhostscommand"})
+
+
 def _config_line(key: str, value: str) -> str:
     if any(c in value for c in "\n\r\0") or any(c in key for c in " \t\n\r\0=\"'"):
         raise ClusterforgeError(f"SSH setting {key!r}: a value with a line break cannot go into ssh_config")
+    if key.lower() in REST_OF_LINE:
+        return f"  {key} {value}"
     return (
         f'  {key} "{value}"' if (" " in value or "\t" in value) and '"' not in value else f"  {key} {value}"
     )

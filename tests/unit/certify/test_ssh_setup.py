@@ -74,6 +74,25 @@ def test_site_layer_sets_user_port_key_and_jump_host(layers: Path) -> None:
     assert not (site / "hosts.yml").exists(), "nothing is written into the site layer"
 
 
+
+def test_a_site_proxycommand_reaches_ssh_as_the_operator_wrote_it(layers: Path) -> None:
+    """ssh_config takes ProxyCommand's whole rest of line as the command: quoting it (as other values
+    with spaces are) would make ssh run a program named by the whole quoted line."""
+    site = layers.parent.parent / "site" / "c1"
+    (site / "host_vars").mkdir(parents=True)
+    cmd = "ssh -i /keys/jump -o BatchMode=yes -W %h:%p root@10.1.0.11"
+    (site / "host_vars" / "n2.yml").write_text(
+        yaml.safe_dump({"ansible_ssh_common_args": f"-o StrictHostKeyChecking=yes -o 'ProxyCommand={cmd}'"})
+    )
+    ssh = ssh_setup(PLAN, layers, ["n1", "n2"])
+    try:
+        text = ssh.config.read_text()
+        two = _effective(ssh.config, "n2")
+    finally:
+        ssh.close()
+    assert f"  ProxyCommand {cmd}\n" in text
+    assert two["proxycommand"] == cmd
+
 def test_users_own_ssh_config_fills_what_the_inventory_leaves(layers: Path) -> None:
     home_cfg = Path.home() / ".ssh" / "config"
     home_cfg.write_text(
