@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterforge.burnin.model import COUNTER_PREFIX, Measurement
-from clusterforge.certify.commands import Word, argv, shell
-from clusterforge.certify.expect import NodeExpect, Rail
-from clusterforge.certify.tools import Tool, cannot_certify, missing
 from clusterforge.hw import ParseError, dcgmi, nccl_tests, nvbandwidth, perftest
 from clusterforge.hw.nvidia_smi import parse_query_csv
+from clusterforge.plan.expect import NodeExpect, Rail
+from clusterforge.remote.commands import Word, argv, shell
+from clusterforge.remote.tools import Tool, cannot_certify, missing
 
 DCGM_TIMEOUT_S = {1: 120, 2: 600, 3: 2400, 4: 7200}  # as validators/test_performance.py
 NVB_CASES = {

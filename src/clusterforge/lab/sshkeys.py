@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from clusterforge.lab.labplan import LabNode
+from clusterforge.remote import ssh as remote_ssh
 
 
 def _keygen(path: Path, comment: str) -> None:
@@ -60,22 +61,12 @@ def write_known_hosts(ssh_dir: Path, nodes: Iterable[LabNode]) -> Path:
 
 def ssh_argv(ssh_dir: Path, node: LabNode, *cmd: str, connect_timeout: int = 15) -> list[str]:
     """A real `ssh` invocation with strict host-key checking against the lab's known_hosts."""
-    return [
-        "ssh",
-        "-i",
-        str(ssh_dir / "id_ed25519"),
-        "-o",
-        f"UserKnownHostsFile={ssh_dir / 'known_hosts'}",
-        "-o",
-        "StrictHostKeyChecking=yes",
-        "-o",
-        "IdentitiesOnly=yes",
-        "-o",
-        "BatchMode=yes",
-        "-o",
-        f"ConnectTimeout={connect_timeout}",
-        "-o",
-        "LogLevel=ERROR",
-        f"root@{node.mgmt_ip}",
-        *cmd,
-    ]
+    options = {
+        "UserKnownHostsFile": str(ssh_dir / "known_hosts"),
+        "StrictHostKeyChecking": "yes",
+        "IdentitiesOnly": "yes",
+        "BatchMode": "yes",
+        "ConnectTimeout": str(connect_timeout),
+        "LogLevel": "ERROR",
+    }
+    return remote_ssh.ssh_argv(f"root@{node.mgmt_ip}", *cmd, identity=ssh_dir / "id_ed25519", options=options)

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from clusterforge.plan import bios_vars
 from clusterforge.plan.build import Plan
 
-LAB_ROOT = "/var/lib/clusterforge/lab"
-LAB_SLURMCTLD = "10.244.0.1:6817"
 CUDA_APT_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/x86_64/"
+
+
+@dataclass(frozen=True)
+class InventoryOverrides:
+    """What the deployment target adds to the generated inventory (`clusterforge.targets`): the lab's root
+    login, SSH key and known hosts, its slurmctld and munge key (`all_vars`), and its BMCs' CA bundle
+    (`bios_ca_path`). Empty for bare metal: the site layer (inventory/site/) holds a site's own."""
+
+    all_vars: Mapping[str, Any] = field(default_factory=dict)
+    bios_ca_path: str | None = None
 
 
 def group_name(prefix: str, value: object) -> str:
@@ -61,8 +71,9 @@ def hosts_yml(plan: Plan) -> dict[str, Any]:
     return {"all": {"children": dict(sorted(groups.items()))}}
 
 
-def all_vars(plan: Plan) -> dict[str, Any]:
-    """Cluster-wide facts plus the role knobs derived from the spec (docs/contracts.md)."""
+def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[str, Any]:
+    """Cluster-wide facts plus the role knobs derived from the spec (docs/contracts.md), then what the
+    target adds (`overrides`)."""
     d = plan.doc
     t, sw, roce = d["tuning"], d["software"], d["tuning"]["roce"]
     out: dict[str, Any] = {
@@ -107,21 +118,9 @@ def all_vars(plan: Plan) -> dict[str, Any]:
         "rdma_stack_version": sw["rdma"]["version"],
         **repository_vars(sw.get("repositories") or {}),
     }
-    if d["target"] == "lab":
-        root = f"{LAB_ROOT}/{d['cluster']}"
-        out.update(
-            {
-                "ansible_user": "root",
-                "ansible_ssh_private_key_file": f"{root}/ssh/id_ed25519",
-                "ansible_ssh_common_args": (
-                    f"-o UserKnownHostsFile={root}/ssh/known_hosts -o StrictHostKeyChecking=yes"
-                ),
-                # configless slurmd from the lab host's slurmctld, with the lab's munge key
-                "slurm_node_conf_server": LAB_SLURMCTLD,
-                "slurm_node_munge_key_src": f"{root}/munge/munge.key",
-            }
-        )
-    out.update(bios_vars.all_vars(d))
+    overrides = overrides or InventoryOverrides()
+    out.update(overrides.all_vars)
+    out.update(bios_vars.all_vars(d, overrides.bios_ca_path))
     return out
 
 
