@@ -65,10 +65,11 @@ test: venv system-deps collections ## Run every test (unit + lab integration); w
 test-unit: venv ## Unit tests only (no lab)
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
-lint: venv collections ## ruff, mypy, ansible-lint (production profile, offline)
+lint: venv collections ## ruff, mypy, import contracts (lint-imports), ansible-lint (production, offline)
 	$(BIN)/ruff check src tests stacks bench validators
 	$(BIN)/ruff format --check src tests stacks bench validators
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	cd playbooks && ../$(BIN)/ansible-lint --offline --profile production
 
 bench: venv ## Every stage at every size the scale issue names (~1.5 h on 2 cores, root); bench/results.json

@@ -1,4 +1,4 @@
-"""Running an iteration's commands: SSH to the nodes (the certify runner's ssh_config and ControlMaster per
+"""Running an iteration's commands: SSH to the nodes (the run's ssh_config and ControlMaster per
 node), pairwise `ib_write_bw` between nodes, and multi-node `all_reduce_perf` through a launcher (the
 pool's scheduler: `srun`; or `mpirun`). Every command has a local deadline as well as a remote `timeout`.
 """

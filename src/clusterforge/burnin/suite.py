@@ -4,7 +4,7 @@ sections and parsed with `clusterforge.hw` into measurements.
 Tests (the full tier's performance checks, validators/test_performance.py, repeated): `dcgmi diag -r LEVEL
 -j`, `nvbandwidth` H2D/D2H/D2D, `ib_write_bw` GPUDirect loopback per rail, single-node `all_reduce_perf`;
 and the counters burn-in watches: ECC (nvidia-smi --query-gpu) and the rails' port error counters (sysfs).
-Every command runs under `timeout -k 2 T` (the certify runner's `wrap` semantics) so a hung tool costs its
+Every command runs under `timeout -k 2 T` (`clusterforge.remote.commands.wrap`) so a hung tool costs its
 own time limit, not the iteration.
 """
 

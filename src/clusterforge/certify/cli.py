@@ -1,7 +1,7 @@
 """``clusterforge certify SPEC [--tier quick|full] [--limit] [--admit] [--jobs N] [--junit P] [--json P]``.
 
 Mounted by the main CLI with ``app.add_typer(certify_app, name="certify")``; a thin face over
-:func:`clusterforge.certify.pipeline.certify_flow`.
+:func:`clusterforge.flows.certify.certify_flow`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from clusterforge.lab import config
-from clusterforge.plan.inventory import InventoryOverrides
+from clusterforge.plan.overrides import InventoryOverrides
 
 
 class LabTarget:

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from clusterforge.plan import bios_vars
 from clusterforge.plan.build import Plan
+from clusterforge.plan.overrides import InventoryOverrides
 
 CUDA_APT_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/x86_64/"
-
-
-@dataclass(frozen=True)
-class InventoryOverrides:
-    """What the deployment target adds to the generated inventory (`clusterforge.targets`): the lab's root
-    login, SSH key and known hosts, its slurmctld and munge key (`all_vars`), and its BMCs' CA bundle
-    (`bios_ca_path`). Empty for bare metal: the site layer (inventory/site/) holds a site's own."""
-
-    all_vars: Mapping[str, Any] = field(default_factory=dict)
-    bios_ca_path: str | None = None
 
 
 def group_name(prefix: str, value: object) -> str:

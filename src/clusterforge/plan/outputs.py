@@ -21,7 +21,8 @@ from clusterforge.plan import yamlfast
 from clusterforge.plan.bom import BOM_FIELDS, BomLine, bom_lines
 from clusterforge.plan.build import Plan
 from clusterforge.plan.cabling import CSV_FIELDS, CableSheet, cable_sheet, csv_rows
-from clusterforge.plan.inventory import InventoryOverrides, all_vars, hosts_yml, roce_vars, sku_group_vars
+from clusterforge.plan.inventory import all_vars, hosts_yml, roce_vars, sku_group_vars
+from clusterforge.plan.overrides import InventoryOverrides
 from clusterforge.plan.topology_svg import topology_dot
 
 _BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

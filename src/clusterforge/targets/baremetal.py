@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from clusterforge.plan.inventory import InventoryOverrides
+from clusterforge.plan.overrides import InventoryOverrides
 from clusterforge.pool.base import PoolManager
 from clusterforge.pool.managers import manager_for
 

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from rich.console import Console
 
-from clusterforge.plan.inventory import InventoryOverrides
+from clusterforge.plan.overrides import InventoryOverrides
 from clusterforge.pool.base import PoolManager
 
 
