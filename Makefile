@@ -79,4 +79,4 @@ bench-quick: venv ## The short subset: plan 1k/10k and the 4-node lab stages (~1
 	$(BIN)/python bench/run.py --quick
 
 clean: ## Remove generated files and caches (not the lab image cache)
-	rm -rf inventory/generated .pytest_cache .mypy_cache .ruff_cache
+	rm -rf inventory/generated .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

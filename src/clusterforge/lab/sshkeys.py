@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from clusterforge.lab.labplan import LabNode
-from clusterforge.remote import ssh as remote_ssh
 
 
 def _keygen(path: Path, comment: str) -> None:
@@ -59,9 +58,9 @@ def write_known_hosts(ssh_dir: Path, nodes: Iterable[LabNode]) -> Path:
     return path
 
 
-def ssh_argv(ssh_dir: Path, node: LabNode, *cmd: str, connect_timeout: int = 15) -> list[str]:
-    """A real `ssh` invocation with strict host-key checking against the lab's known_hosts."""
-    options = {
+def ssh_options(ssh_dir: Path, connect_timeout: int = 15) -> dict[str, str]:
+    """`-o` options of a lab login: strict host-key checking against the lab's known_hosts, its key only."""
+    return {
         "UserKnownHostsFile": str(ssh_dir / "known_hosts"),
         "StrictHostKeyChecking": "yes",
         "IdentitiesOnly": "yes",
@@ -69,4 +68,3 @@ def ssh_argv(ssh_dir: Path, node: LabNode, *cmd: str, connect_timeout: int = 15)
         "ConnectTimeout": str(connect_timeout),
         "LogLevel": "ERROR",
     }
-    return remote_ssh.ssh_argv(f"root@{node.mgmt_ip}", *cmd, identity=ssh_dir / "id_ed25519", options=options)
