@@ -65,10 +65,11 @@ test: venv system-deps collections ## Run every test (unit + lab integration); w
 test-unit: venv ## Unit tests only (no lab)
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
-lint: venv collections ## ruff, mypy, ansible-lint (production profile, offline)
+lint: venv collections ## ruff, mypy, import contracts (lint-imports), ansible-lint (production, offline)
 	$(BIN)/ruff check src tests stacks bench validators
 	$(BIN)/ruff format --check src tests stacks bench validators
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	cd playbooks && ../$(BIN)/ansible-lint --offline --profile production
 
 bench: venv ## Every stage at every size the scale issue names (~1.5 h on 2 cores, root); bench/results.json
@@ -78,4 +79,4 @@ bench-quick: venv ## The short subset: plan 1k/10k and the 4-node lab stages (~1
 	$(BIN)/python bench/run.py --quick
 
 clean: ## Remove generated files and caches (not the lab image cache)
-	rm -rf inventory/generated .pytest_cache .mypy_cache .ruff_cache
+	rm -rf inventory/generated .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

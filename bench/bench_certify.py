@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 def end_to_end(spec: Path, out: Path) -> tuple[float, int, dict[str, Any]]:
     import json
 
-    from clusterforge.certify.pipeline import Outputs, certify_flow
+    from clusterforge.flows.certify import Outputs, certify_flow
 
     start = time.monotonic()
     with open(os.devnull, "w") as sink:
@@ -48,7 +48,7 @@ def runner_only(doc: dict[str, Any], inv: Path, nodes: list[str], jobs: int | No
 
 def one_process(doc: dict[str, Any], inv: Path, nodes: list[str]) -> float:
     from clusterforge import assets
-    from clusterforge.certify.runner import reachable, ssh_setup
+    from clusterforge.remote.ssh import reachable, ssh_setup
 
     ssh = ssh_setup(doc, inv, nodes)
     start = time.monotonic()
@@ -100,7 +100,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="cf-bench-certify-"))
     os.environ.setdefault("CLUSTERFORGE_DB", str(tmp / "records.db"))
     os.environ.setdefault("CLUSTERFORGE_CERT_DIR", str(tmp / "certs"))
-    from clusterforge.run.pipeline import load_plan
+    from clusterforge.flows.plan import load_plan
 
     plan, inv = load_plan(args.spec)
     nodes = [n["name"] for n in plan.doc["nodes"]]

@@ -272,8 +272,8 @@ def lab_session(n: int, sizes: dict[str, list[Any]], tmp: Path, log: Any) -> lis
     import yaml
     from rich.console import Console
 
+    from clusterforge.flows.plan import load_plan
     from clusterforge.lab import Lab
-    from clusterforge.run.pipeline import load_plan
 
     base = yaml.safe_load((ROOT / "inventory/clusters/lab.yaml").read_text())
     spec = tmp / f"bench-{n}.yaml"
@@ -336,15 +336,18 @@ def bench_naive(doc: dict[str, Any], inv: Path, n: int, console: Any) -> list[Ro
 
 
 def _provision_row(doc: dict[str, Any], inv: Path, n: int, console: Any, variant: str) -> Row:
+    from clusterforge import targets
     from clusterforge.run.naive import ANSIBLE_DEFAULT_FORKS, naive_runner, stock_runner
-    from clusterforge.run.pipeline import pool_manager
     from clusterforge.run.provision import Options, provision
     from clusterforge.run.shard import forks_for
 
     opts = Options(forks=ANSIBLE_DEFAULT_FORKS) if variant == "no-op naive" else Options()
     ctx = {"no-op naive": naive_runner, "no-op stock": stock_runner}.get(variant, contextlib.nullcontext)
     with ctx():
-        secs, rep = _timed(lambda: provision(doc, inv, opts, pool_manager(doc), console))
+        target = targets.for_plan(doc)
+        secs, rep = _timed(
+            lambda: provision(doc, inv, opts, target.pool_manager(doc), console, target.environment(doc))
+        )
     changed = sum(h.changed for h in rep.hosts.values())
     rebooted = sum(1 for h in rep.hosts.values() if h.rebooted)
     failed = {h.host: f"{h.failed_task}: {h.message}"[:120] for h in rep.failed}
@@ -386,10 +389,12 @@ def bench_certify(
 ) -> list[Row]:
     """Quick tier. On a size that is not provisioned (no provision/drift stage at that size) the nodes are
     pristine: the same checks run and most fail, so the row measures the checks' cost, not a passing run."""
+    from clusterforge import targets
     from clusterforge.certify import runner
-    from clusterforge.certify.pipeline import Outputs, certify_flow
+    from clusterforge.flows.certify import Outputs, certify_flow
 
     nodes = [x["name"] for x in doc["nodes"]]
+    env = targets.for_plan(doc).environment(doc)  # as the certify flow passes it
     rows = []
     out = tmp / f"certify-{n}.json"
     cwd = os.getcwd()
@@ -404,7 +409,7 @@ def bench_certify(
     _say(rows[-1])
 
     def validators(variant: str) -> None:
-        secs, res = _timed(lambda: runner.certify_nodes(doc, inv, nodes, "quick"))
+        secs, res = _timed(lambda: runner.certify_nodes(doc, inv, nodes, "quick", env=env))
         checks = sum(len(r.checks) for r in res.values())
         verdicts = sorted({r.verdict for r in res.values()})
         rows.append(
@@ -444,13 +449,16 @@ def _environ(**values: str) -> Iterator[None]:
 def bench_drift(doc: dict[str, Any], inv: Path, n: int) -> list[Row]:
     """Drift (site.yml check+diff and the quick validators) with the tuned environment (Mitogen), then
     with the stock tuned one (linear strategy), side by side."""
-    from clusterforge.drift.run import drift
+    from clusterforge import targets
+    from clusterforge.flows.drift import drift
     from clusterforge.run.naive import stock_runner
+
+    env = targets.for_plan(doc).environment(doc)  # the lab BMCs' account for the bios role, as the flow
 
     rows = []
     for variant, ctx in (("tuned", contextlib.nullcontext), ("stock (linear)", stock_runner)):
         with ctx():
-            secs, rep = _timed(lambda: drift(doc, inv))
+            secs, rep = _timed(lambda: drift(doc, inv, env=env))
         rows.append(
             row(
                 "drift",

@@ -24,7 +24,7 @@ import pytest
 import testinfra
 
 from clusterforge.certify.checks import PREFETCH, Probe
-from clusterforge.certify.expect import NodeExpect, load_plan, nodes_of
+from clusterforge.plan.expect import NodeExpect, nodes_of, read_plan_json
 
 pytest_plugins = ["clusterforge.certify.plugin"]
 
@@ -71,7 +71,7 @@ def _targets(config: pytest.Config) -> dict[str, tuple[NodeExpect, str]]:
     plan_path = config.getoption("cf_plan")
     if not plan_path:
         raise pytest.UsageError("validators need the plan: pass --plan PATH or set CLUSTERFORGE_PLAN")
-    doc = load_plan(plan_path)
+    doc = read_plan_json(plan_path)
     by_addr = {n["mgmt_ip"]: n["name"] for n in doc["nodes"]} | {n["name"]: n["name"] for n in doc["nodes"]}
     hosts = config.getoption("hosts", None)
     specs = hosts.split(",") if hosts else [f"ssh://root@{n['mgmt_ip']}" for n in doc["nodes"]]

@@ -14,9 +14,9 @@ import pytest
 
 from clusterforge.certify import readers
 from clusterforge.certify.checks import CheckError, Probe, expect, prefetches
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import ParseError
+from clusterforge.plan.expect import NodeExpect
 
 pytestmark = pytest.mark.quick
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from clusterforge.certify.checks import CheckError, CheckFailed, Fix
-from clusterforge.certify.expect import NodeExpect, load_plan
+from clusterforge.plan.expect import NodeExpect, read_plan_json
 from clusterforge.spec import bios
 
 pytestmark = pytest.mark.full
@@ -125,7 +125,7 @@ def bmc_password() -> str:
 
 @cache
 def _plan(path: str) -> dict[str, Any]:
-    return load_plan(path)
+    return read_plan_json(path)
 
 
 @pytest.fixture(scope="session")

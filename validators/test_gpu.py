@@ -7,10 +7,10 @@ import pytest
 
 from clusterforge.certify import xid as xid_policy
 from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad, prefetches
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import xid as xid_log
 from clusterforge.hw.nvidia_smi import GpuQ, NvidiaSmiQ, parse_nvlink_status, parse_q, parse_topo
+from clusterforge.plan.expect import NodeExpect
 
 pytestmark = pytest.mark.quick
 

@@ -7,11 +7,11 @@ import functools
 import pytest
 
 from clusterforge.certify.checks import CheckError, Probe, prefetches, read_many_cmd
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.hw import ibstat
 from clusterforge.hw.nvidia_smi import parse_q
 from clusterforge.hw.packages import DPKG_QUERY_CMD, OS_RELEASE_CMD, RPM_QUERY_CMD, listing, os_family
 from clusterforge.hw.pkgversion import compare
+from clusterforge.plan.expect import NodeExpect
 
 pytestmark = [pytest.mark.quick, pytest.mark.full, pytest.mark.burnin]
 

@@ -6,8 +6,8 @@ import pytest
 
 from clusterforge.certify import readers
 from clusterforge.certify.checks import Probe, expect_none_bad, prefetches
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
+from clusterforge.plan.expect import NodeExpect
 
 pytestmark = pytest.mark.quick
 

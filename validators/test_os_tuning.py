@@ -18,8 +18,8 @@ from clusterforge.certify.checks import (
     read_cmd,
     read_many_cmd,
 )
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
+from clusterforge.plan.expect import NodeExpect
 
 pytestmark = pytest.mark.quick
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from clusterforge.certify.checks import CheckError, Probe, expect, expect_none_bad, measure
-from clusterforge.certify.commands import argv, shell
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import dcgmi, nccl_tests, nvbandwidth, perftest
+from clusterforge.plan.expect import NodeExpect
+from clusterforge.remote.commands import argv, shell
 
 pytestmark = [pytest.mark.full, pytest.mark.burnin]
 

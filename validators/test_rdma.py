@@ -21,11 +21,11 @@ from clusterforge.certify.checks import (
     read_cmd,
     read_many_cmd,
 )
-from clusterforge.certify.commands import argv, shell
-from clusterforge.certify.expect import NodeExpect, Rail
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import ibstat, ibv_devinfo, mlnx_qos
 from clusterforge.hw.nvidia_smi import parse_topo
+from clusterforge.plan.expect import NodeExpect, Rail
+from clusterforge.remote.commands import argv, shell
 
 pytestmark = pytest.mark.quick
 

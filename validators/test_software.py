@@ -11,8 +11,6 @@ import pytest
 
 from clusterforge.certify import readers
 from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad, prefetches
-from clusterforge.certify.commands import argv
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import ibstat, ofed_info
 from clusterforge.hw.nvidia_smi import NvidiaSmiQ, parse_q
@@ -25,6 +23,8 @@ from clusterforge.hw.packages import (
     os_family,
 )
 from clusterforge.hw.pkgversion import matches_pin
+from clusterforge.plan.expect import NodeExpect
+from clusterforge.remote.commands import argv
 
 pytestmark = pytest.mark.quick
 

@@ -80,8 +80,8 @@ def plan(
     svg: Annotated[bool, typer.Option(help="render topology.svg with Graphviz")] = True,
 ) -> None:
     """Validate SPEC and compile the plan: inventory, plan.json, cables, BOM, topology."""
+    from clusterforge.flows.plan import write_outputs
     from clusterforge.plan import build_plan
-    from clusterforge.plan.outputs import write_outputs
     from clusterforge.plan.summary import print_summary, summary
     from clusterforge.spec import load_spec
 
@@ -141,7 +141,7 @@ def provision(
     extra_vars: ExtraVarsOpt = None,
 ) -> None:
     """Configure every node of SPEC to the declared state (site.yml, rolling, drain → reboot → resume)."""
-    from clusterforge.run.pipeline import provision_flow
+    from clusterforge.flows.provision import provision_flow
     from clusterforge.run.provision import Options
 
     rc = provision_flow(
@@ -179,7 +179,7 @@ def drift(
     extra_vars: ExtraVarsOpt = None,
 ) -> None:
     """Does every node still match the declared cluster? Exit 0 none, 3 drift, 2 bad input, 1 tool failed."""
-    from clusterforge.drift.pipeline import drift_flow
+    from clusterforge.flows.drift import drift_flow
 
     if fmt not in ("text", "json", "junit", "markdown"):
         raise typer.BadParameter(f"--format must be text, json, junit or markdown, not {fmt!r}")
@@ -188,7 +188,7 @@ def drift(
 
 
 def _certify_after_provision(spec: Path, limit: str | None) -> int:
-    from clusterforge.certify.pipeline import certify_flow
+    from clusterforge.flows.certify import certify_flow
 
     return int(certify_flow(spec, tier="quick", limit=limit, admit=True, console=console))
 

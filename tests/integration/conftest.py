@@ -65,8 +65,8 @@ def _plan_source(tmp: Path) -> Path:
     env = os.environ.get("CLUSTERFORGE_LAB_PLAN")
     if env:
         return Path(env)
+    from clusterforge.flows.plan import write_outputs
     from clusterforge.plan import build_plan
-    from clusterforge.plan.outputs import write_outputs
     from clusterforge.spec import load_spec
 
     with _locked():
@@ -196,7 +196,7 @@ def provisioned_lab(
     """Provision the session lab once with the real pipeline; snapshot every node afterwards."""
     from rich.console import Console
 
-    from clusterforge.run.pipeline import pool_manager
+    from clusterforge import targets
     from clusterforge.run.provision import Options, provision
 
     doc = json.loads(lab_plan_path.read_text())
@@ -207,7 +207,9 @@ def provisioned_lab(
         lab.reset(n["name"], wait=True)  # type: ignore[attr-defined]
     lab.wait_ssh(timeout=120)  # type: ignore[attr-defined]
     with log.open("w") as fh:
-        report = provision(doc, inv, Options(), pool_manager(doc), Console(file=fh, width=200))
+        target = targets.for_plan(doc)
+        pool, env = target.pool_manager(doc), target.environment(doc)
+        report = provision(doc, inv, Options(), pool, Console(file=fh, width=200), env)
     failed = {h.host: f"{h.failed_task}: {h.message}" for h in report.failed}
     assert report.ok, f"provisioning the lab failed: {failed} (log {log})"
     for n in doc["nodes"]:

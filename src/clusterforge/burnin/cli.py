@@ -88,10 +88,10 @@ def burnin(
     cable, multi-node all_reduce; flag outliers against the fleet; certify (tier burnin) or drain."""
     from dataclasses import replace
 
-    from clusterforge.burnin import runner
     from clusterforge.burnin.analysis import AnalysisConfig
     from clusterforge.burnin.db import BurninError
     from clusterforge.burnin.suite import SuiteOptions
+    from clusterforge.flows import burnin as runner
 
     console = term_console()
     if resume is None and (duration is None) == (iterations is None):
@@ -137,8 +137,8 @@ def burnin(
 def _plan(
     spec: Path | None, limit: str | None, resume: str | None, db: Path | None
 ) -> tuple[Path, dict[str, Any], Path, list[str]]:
-    from clusterforge.run.pipeline import load_plan
-    from clusterforge.run.provision import resolve_hosts
+    from clusterforge.flows.plan import load_plan
+    from clusterforge.remote.inventory import resolve_hosts
 
     if resume is not None:
         from clusterforge.burnin.db import BurninDB

@@ -1,4 +1,4 @@
-"""Running an iteration's commands: SSH to the nodes (the certify runner's ssh_config and ControlMaster per
+"""Running an iteration's commands: SSH to the nodes (the run's ssh_config and ControlMaster per
 node), pairwise `ib_write_bw` between nodes, and multi-node `all_reduce_perf` through a launcher (the
 pool's scheduler: `srun`; or `mpirun`). Every command has a local deadline as well as a remote `timeout`.
 """
@@ -17,12 +17,11 @@ from typing import Any
 from clusterforge.burnin import suite
 from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.pairs import Pair
-from clusterforge.certify.checks import wrap
-from clusterforge.certify.commands import argv
-from clusterforge.certify.expect import NodeExpect
-from clusterforge.certify.runner import SshSetup, reachable, ssh_setup
-from clusterforge.certify.tools import Tool, cannot_certify, missing
 from clusterforge.hw import ParseError, perftest
+from clusterforge.plan.expect import NodeExpect
+from clusterforge.remote.commands import argv, wrap
+from clusterforge.remote.ssh import SshSetup, reachable, ssh_argv, ssh_setup
+from clusterforge.remote.tools import Tool, cannot_certify, missing
 
 GRACE_S = 15.0
 READY_S = 30.0  # how long a pair's server may take to listen
@@ -133,7 +132,7 @@ class Executor:
         return self.unreachable
 
     def ssh_argv(self, node: str, remote: str) -> list[str]:
-        return ["ssh", "-F", str(self.ssh.config), self.ssh.target(node), remote]
+        return ssh_argv(self.ssh.target(node), remote, config=self.ssh.config)
 
     def run(self, node: str, remote: str, timeout_s: float, input: str | None = None) -> Result:
         return run_local(self.ssh_argv(node, remote), timeout_s + GRACE_S, input=input)

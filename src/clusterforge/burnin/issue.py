@@ -1,9 +1,8 @@
-"""Burn-in's side of the records and the pool: node results, part serials, `burnin` certificates, drains.
+"""Burn-in's side of the records: node results, part serials, `burnin` certificates.
 
 Certificates go through `clusterforge.records.certificate` (tier `burnin`), issued after the records run
-is finished (a certificate of a running run never counts). A node that failed is drained through the pool
-manager with the suspected component in the reason; a node that passed is resumed when the drain is
-burn-in's own (or admitted by the admission policy with `--admit`).
+is finished (a certificate of a running run never counts). The pool side (drains with the suspected
+component, resumes) is the flow's: `clusterforge.flows.burnin`.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from clusterforge.burnin.model import COUNTER_PREFIX, PERF_TESTS, Measurement, NodeVerdict
+from clusterforge.burnin.model import COUNTER_PREFIX, PERF_TESTS, Measurement
 from clusterforge.burnin.verdicts import Evaluation
 
 BURNIN_PREFIX = "clusterforge: burnin"
@@ -20,15 +19,6 @@ BURNIN_PREFIX = "clusterforge: burnin"
 
 def in_progress_reason(burnin_id: str) -> str:
     return f"{BURNIN_PREFIX} {burnin_id[:8]} in progress"
-
-
-def drain_reason(v: NodeVerdict) -> str:
-    from clusterforge.pool.base import sanitize_reason
-
-    if not v.findings:
-        return sanitize_reason(f"{BURNIN_PREFIX} {v.node}: no measurement completed")
-    more = len(v.findings) - 1
-    return sanitize_reason(f"{BURNIN_PREFIX} {v.findings[0].summary}" + (f" (+{more} more)" if more else ""))
 
 
 def serials(rows: Iterable[tuple[int, Measurement]]) -> dict[str, dict[str, str]]:
@@ -154,48 +144,4 @@ def issue_certificates(
         )
         store.issue_certificate(cert)
         out[node] = cert
-    return out
-
-
-def pool_actions(
-    pool: Any, store: Any, run_id: str, ev: Evaluation, plan_doc: Mapping[str, Any], admit: bool
-) -> dict[str, str]:
-    """Drain failed nodes with the suspected component; put passing nodes back (our drain only)."""
-    from clusterforge.pool.base import ResumeRefused
-
-    out: dict[str, str] = {}
-    for node, v in ev.nodes.items():
-        if v.verdict != "pass":
-            reason = drain_reason(v)
-            changed = pool.drain(node, reason)
-            store.record_pool_event(node, "drain", reason, run_id=run_id)
-            out[node] = f"drained: {reason}" if changed else "left drained by someone else"
-            continue
-        if admit:
-            from clusterforge.pool import admission
-
-            tiers = [str(t) for t in (plan_doc.get("certification") or {}).get("join_tiers") or ["quick"]]
-            certs = [c for t in dict.fromkeys([*tiers, "burnin"]) for c in store.certificates(node, t)]
-            decision = admission.decide(
-                node, dict(plan_doc), certs, admission.history_from_store(store, node)
-            )
-            outcome = admission.apply(decision, pool, store=store)
-            out[node] = outcome if decision.action == "admit" else f"{outcome}: {decision.reason}"
-            continue
-        state = pool.status([node]).get(node)
-        if (
-            state is not None
-            and state.state in ("drained", "draining")
-            and state.reason.startswith(BURNIN_PREFIX)
-        ):
-            try:
-                pool.resume(node)
-                store.record_pool_event(node, "resume", "burn-in passed", run_id=run_id)
-                out[node] = "resumed"
-            except ResumeRefused as exc:
-                out[node] = f"left drained: {exc}"
-        else:
-            out[node] = (
-                f"left as it was ({state.state if state else 'unknown'}: {state.reason if state else ''})"
-            )
     return out

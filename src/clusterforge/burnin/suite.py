@@ -4,7 +4,7 @@ sections and parsed with `clusterforge.hw` into measurements.
 Tests (the full tier's performance checks, validators/test_performance.py, repeated): `dcgmi diag -r LEVEL
 -j`, `nvbandwidth` H2D/D2H/D2D, `ib_write_bw` GPUDirect loopback per rail, single-node `all_reduce_perf`;
 and the counters burn-in watches: ECC (nvidia-smi --query-gpu) and the rails' port error counters (sysfs).
-Every command runs under `timeout -k 2 T` (the certify runner's `wrap` semantics) so a hung tool costs its
+Every command runs under `timeout -k 2 T` (`clusterforge.remote.commands.wrap`) so a hung tool costs its
 own time limit, not the iteration.
 """
 
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterforge.burnin.model import COUNTER_PREFIX, Measurement
-from clusterforge.certify.commands import Word, argv, shell
-from clusterforge.certify.expect import NodeExpect, Rail
-from clusterforge.certify.tools import Tool, cannot_certify, missing
 from clusterforge.hw import ParseError, dcgmi, nccl_tests, nvbandwidth, perftest
 from clusterforge.hw.nvidia_smi import parse_query_csv
+from clusterforge.plan.expect import NodeExpect, Rail
+from clusterforge.remote.commands import Word, argv, shell
+from clusterforge.remote.tools import Tool, cannot_certify, missing
 
 DCGM_TIMEOUT_S = {1: 120, 2: 600, 3: 2400, 4: 7200}  # as validators/test_performance.py
 NVB_CASES = {

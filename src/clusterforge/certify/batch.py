@@ -7,8 +7,8 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-RC_SSH = 255  # ssh's own failure; a remote command's 255 is passed back as RC_REMOTE_255
-RC_REMOTE_255 = 250
+from clusterforge.remote.commands import RC_REMOTE_255, RC_SSH
+
 RC_SKIPPED_HUNG = 253  # not run: an earlier command of the same tool hung in this batch
 
 #: validator modules register here the cheap commands their checks will run for a node; the validators'

@@ -22,17 +22,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-from clusterforge.certify.batch import (
-    PREFETCH,
-    RC_REMOTE_255,
-    RC_SSH,
-    batch_script,
-    parse_batch,
-    prefetches,
-)
-from clusterforge.certify.commands import read_cmd, read_many_cmd
-from clusterforge.certify.tools import Tool, cannot_certify, missing, tool_of
+from clusterforge.certify.batch import PREFETCH, batch_script, parse_batch, prefetches
 from clusterforge.hw import ParseError
+from clusterforge.remote.commands import RC_REMOTE_255, RC_SSH, read_cmd, read_many_cmd, wrap
+from clusterforge.remote.tools import Tool, cannot_certify, missing, tool_of
 
 T = TypeVar("T")
 __all__ = [
@@ -137,14 +130,6 @@ class Attempt:
     passed: bool
     error: str = ""
     detail: dict[str, Any] = field(default_factory=dict)
-
-
-def wrap(command: str, timeout: int) -> str:
-    """The remote form: C locale, `timeout` with a hard kill 2 s later."""
-    return (
-        f"LC_ALL=C timeout -k 2 {int(timeout)} sh -c {shlex.quote(command)}; "
-        f"r=$?; [ $r -ne {RC_SSH} ] || r={RC_REMOTE_255}; exit $r"
-    )
 
 
 def _short(text: str) -> str:

@@ -1,7 +1,7 @@
 """``clusterforge certify SPEC [--tier quick|full] [--limit] [--admit] [--jobs N] [--junit P] [--json P]``.
 
 Mounted by the main CLI with ``app.add_typer(certify_app, name="certify")``; a thin face over
-:func:`clusterforge.certify.pipeline.certify_flow`.
+:func:`clusterforge.flows.certify.certify_flow`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def certify(
     json_out: Annotated[Path | None, typer.Option("--json", help="write the JSON results here")] = None,
 ) -> None:
     """Run the validators of TIER on every selected node, record the run, issue certificates."""
-    from clusterforge.certify.pipeline import Outputs, certify_flow
+    from clusterforge.flows.certify import Outputs, certify_flow
 
     rc = certify_flow(spec, tier, limit, admit, console(), Outputs(junit=junit, json=json_out, jobs=jobs))
     raise typer.Exit(rc)

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.results import CheckResult, NodeResult
+from clusterforge.plan.expect import NodeExpect
 
 PARTS_CHECK = "inventory.parts"
 

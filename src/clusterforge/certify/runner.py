@@ -11,160 +11,27 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clusterforge import assets
 from clusterforge.certify.results import CheckResult, NodeResult, read_results
 from clusterforge.childenv import child_env
-from clusterforge.errors import ClusterforgeError
-from clusterforge.run.ansible import lab_env
-from clusterforge.run.site import connection_vars, inventory_sources
+from clusterforge.remote.ssh import SshSetup, reachable, ssh_setup
 
 TIER_MARKERS = {"quick": "quick", "full": "quick or full", "burnin": "burnin"}
 DEADLINE_S = {"quick": 900, "full": 4 * 3600, "burnin": 24 * 3600}
-SSH_PROBE_S = 60  # a slow login (pam_systemd waits up to 25 s on a busy logind) is not an unreachable node
 
 Progress = Callable[[str, str, dict[str, Any]], None]  # (node, event, data)
-
-
-@dataclass
-class SshSetup:
-    """A private ssh_config for one run (`ssh -F`): one `Host <node>` block per node from the inventory's
-    connection variables over every layer (generated, then the site layer), then the user's own ssh
-    configuration, then clusterforge's defaults (strict host keys, a ControlMaster per node under a short
-    private folder: socket paths must stay < 104 bytes). First value wins, as in ssh itself."""
-
-    folder: Path
-    config: Path
-    nodes: list[str] = field(default_factory=list)
-
-    def target(self, node: str) -> str:
-        return node  # the Host alias of the node's block
-
-    def close(self) -> None:
-        for node in self.nodes:
-            subprocess.run(
-                ["ssh", "-F", str(self.config), "-O", "exit", self.target(node)],
-                capture_output=True,
-                timeout=10,
-                check=False,
-            )
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _ssh_options(conn: dict[str, Any], address: str) -> dict[str, str]:
-    """ssh_config options of one node from Ansible's connection variables (`-o K=V`, `-J`, `-p`, `-i`)."""
-    opts: dict[str, str] = {"HostName": str(conn.get("ansible_host") or address)}
-    if conn.get("ansible_user"):
-        opts["User"] = str(conn["ansible_user"])
-    if conn.get("ansible_port"):
-        opts["Port"] = str(conn["ansible_port"])
-    if conn.get("ansible_ssh_private_key_file"):
-        opts |= {"IdentityFile": str(conn["ansible_ssh_private_key_file"]), "IdentitiesOnly": "yes"}
-    args = shlex.split(f"{conn.get('ansible_ssh_common_args', '')} {conn.get('ansible_ssh_extra_args', '')}")
-    flags = {"-J": "ProxyJump", "-p": "Port", "-i": "IdentityFile", "-l": "User"}
-    for i, a in enumerate(args[:-1]):
-        if a == "-o" and "=" in args[i + 1]:
-            k, v = args[i + 1].split("=", 1)
-            opts.setdefault(k.strip(), v.strip())
-        elif a in flags:
-            opts.setdefault(flags[a], args[i + 1])
-    return opts
-
-
-# ssh_config keywords whose value is the rest of the line, taken as written (a command): never quoted
-REST_OF_LINE = frozenset({"proxycommand", "localcommand", "remotecommand", "knownhostscommand"})
-
-
-def _config_line(key: str, value: str) -> str:
-    if any(c in value for c in "\n\r\0") or any(c in key for c in " \t\n\r\0=\"'"):
-        raise ClusterforgeError(f"SSH setting {key!r}: a value with a line break cannot go into ssh_config")
-    if key.lower() in REST_OF_LINE:
-        return f"  {key} {value}"
-    return (
-        f'  {key} "{value}"' if (" " in value or "\t" in value) and '"' not in value else f"  {key} {value}"
-    )
-
-
-def ssh_setup(plan_doc: dict[str, Any], inventory: Path, nodes: list[str]) -> SshSetup:
-    """ssh_config for `nodes`: user, port, key, jump host and `-o` options as Ansible would use them
-    (so a site setting reaches Ansible, certification and burn-in alike); StrictHostKeyChecking stays on
-    unless the inventory or the user's ssh configuration turns it off."""
-    folder = Path(tempfile.mkdtemp(prefix="cf-ssh-", dir="/tmp"))
-    try:
-        return _write_ssh_config(folder, plan_doc, inventory, nodes)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-
-
-def _write_ssh_config(folder: Path, plan_doc: dict[str, Any], inventory: Path, nodes: list[str]) -> SshSetup:
-    conns = connection_vars(inventory_sources(inventory, folder), nodes)
-    addresses = {n["name"]: n["mgmt_ip"] for n in plan_doc["nodes"] if n["name"] in nodes}
-    lines: list[str] = []
-    for node in nodes:
-        opts = _ssh_options(conns.get(node, {}), addresses.get(node, node))
-        lines += [f"Host {node}", *(_config_line(k, v) for k, v in opts.items())]
-    # the user's and the system's own configuration, for whatever the inventory does not set
-    lines += ["Match all", "  Include ~/.ssh/config", "  Include /etc/ssh/ssh_config"]
-    defaults = {
-        "User": "root",
-        "StrictHostKeyChecking": "yes",
-        "BatchMode": "yes",
-        "ConnectTimeout": "5",
-        "ServerAliveInterval": "5",
-        "ServerAliveCountMax": "8",  # 40 s: a busy logind can take 25 s to open a session
-        "LogLevel": "ERROR",
-        "ControlMaster": "auto",
-        "ControlPath": f"{folder}/%C",
-        "ControlPersist": "600",
-    }
-    lines += ["Host *", *(_config_line(k, v) for k, v in defaults.items())]
-    config = folder / "ssh_config"
-    config.write_text("\n".join(lines) + "\n")
-    return SshSetup(folder, config, list(nodes))
-
-
-def reachable(ssh: SshSetup, node: str, tries: int = 3) -> tuple[bool, str]:
-    """Open the node's ControlMaster (the one SSH session every check then reuses).
-
-    A slow login (a loaded host) can outlast the client's wait for the master it just forked ("Failed to
-    connect to new control master"); the master is still coming up, so that case is tried again."""
-    ok, why = _probe(ssh, node)
-    while not ok and ("control master" in why or "not responding" in why) and tries > 1:
-        tries -= 1
-        time.sleep(1)
-        ok, why = _probe(ssh, node)
-    return ok, why
-
-
-def _probe(ssh: SshSetup, node: str) -> tuple[bool, str]:
-    try:
-        p = subprocess.run(
-            ["ssh", "-F", str(ssh.config), ssh.target(node), "true"],
-            capture_output=True,
-            text=True,
-            timeout=SSH_PROBE_S,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return False, f"no SSH answer within {SSH_PROBE_S} s"
-    if p.returncode != 0:
-        return False, (p.stderr.strip().splitlines() or [f"ssh exit {p.returncode}"])[-1]
-    return True, ""
 
 
 #: environment of every validator process: plugins installed beside pytest (hypothesis, xdist, ...) are not
@@ -312,16 +179,18 @@ def certify_nodes(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     deadline_s: float | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, NodeResult]:
     """Validator results per node (plan order). Unreachable nodes get one `ssh.reachable` error; a node whose
-    run is killed or cut short is incomplete (verdict error, never pass)."""
+    run is killed or cut short is incomplete (verdict error, never pass). `env` is added to the validators'
+    environment: the target's (`clusterforge.targets`; e.g. the lab BMCs' account for the bios validator)."""
     if tier not in TIER_MARKERS:
         raise ValueError(f"tier must be one of {', '.join(TIER_MARKERS)}; got {tier!r}")
     plan_path = inventory / "plan.json"
     workdir = workdir or Path(tempfile.mkdtemp(prefix="cf-certify-"))
     workdir.mkdir(parents=True, exist_ok=True)
     ssh = ssh_setup(plan_doc, inventory, nodes)
-    env = PYTEST_ENV | lab_env(plan_doc)  # lab_env: the lab BMCs' account, for the bios validator (full)
+    child = PYTEST_ENV | dict(env or {})
     out: dict[str, NodeResult] = {}
     lock = threading.Lock()
 
@@ -334,7 +203,7 @@ def certify_nodes(
             res = unreachable_result(node, why)
         else:
             run = NodeRun(node, workdir / f"{node}.jsonl", deadline_s or DEADLINE_S[tier])
-            run_node(pytest_argv(plan_path, ssh, node, tier, run.results), run, progress, cancel, env)
+            run_node(pytest_argv(plan_path, ssh, node, tier, run.results), run, progress, cancel, child)
             res = read_results(run.results, node)
             if run.killed:
                 res.complete, res.note = False, f"incomplete: {run.killed}"
@@ -371,11 +240,12 @@ def run_checks(
     record: bool = False,
     jobs: int | None = None,
     cancel: threading.Event | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, list[CheckResult]]:
     """Check results per node without recording anything (used by `clusterforge drift`); setting `cancel`
     kills the validators still running."""
     names = nodes or [n["name"] for n in plan_doc["nodes"]]
     if record:
-        raise ValueError("run_checks does not record; use clusterforge.certify.pipeline for certification")
-    results = certify_nodes(plan_doc, inventory, names, tier, jobs=jobs, cancel=cancel)
+        raise ValueError("run_checks does not record; use clusterforge.flows.certify for certification")
+    results = certify_nodes(plan_doc, inventory, names, tier, jobs=jobs, cancel=cancel, env=env)
     return {n: r.checks for n, r in results.items()}

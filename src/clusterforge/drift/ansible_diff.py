@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from clusterforge.drift.model import DriftItem
-from clusterforge.run.ansible import PlaybookResult
+
+
+class TaskRun(Protocol):
+    """One task result of a playbook run, as `clusterforge.run.ansible.TaskResult` holds it."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def diff(self) -> list[dict[str, Any]]: ...
+
+
+class CheckRun(Protocol):
+    """A check-mode, diff-mode playbook run (`clusterforge.run.ansible.PlaybookResult`)."""
+
+    @property
+    def tasks(self) -> Sequence[TaskRun]: ...
 
 
 def _text(v: Any) -> str:
@@ -35,7 +57,7 @@ def _diff_lines(diffs: list[dict[str, Any]]) -> tuple[str, str]:
     return "; ".join(before)[:400] or "(absent)", "; ".join(after)[:400] or "(absent)"
 
 
-def items_from_check_run(res: PlaybookResult) -> list[DriftItem]:
+def items_from_check_run(res: CheckRun) -> list[DriftItem]:
     out: list[DriftItem] = []
     for t in res.tasks:
         if t.status != "changed":

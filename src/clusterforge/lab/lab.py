@@ -31,6 +31,7 @@ from clusterforge.lab import (
 from clusterforge.lab.labplan import LabNode, LabPlan
 from clusterforge.lab.repo import AptProxy, AptRepo
 from clusterforge.lab.slurm import SlurmController, controller_name
+from clusterforge.remote.ssh import ssh_argv
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,11 @@ class Lab:
         return node.NodePaths(self.root / "nodes" / name)
 
     def ssh_argv(self, name: str, *cmd: str) -> list[str]:
-        return sshkeys.ssh_argv(self.ssh_dir, self.plan.node(name), *cmd)
+        """A real `ssh` invocation as root with the lab's key, strict host keys against its known_hosts."""
+        target = f"root@{self.plan.node(name).mgmt_ip}"
+        return ssh_argv(
+            target, *cmd, identity=self.ssh_dir / "id_ed25519", options=sshkeys.ssh_options(self.ssh_dir)
+        )
 
     # -- infrastructure ------------------------------------------------------------------------------
     def lower(self) -> Path:

@@ -58,24 +58,13 @@ def write_known_hosts(ssh_dir: Path, nodes: Iterable[LabNode]) -> Path:
     return path
 
 
-def ssh_argv(ssh_dir: Path, node: LabNode, *cmd: str, connect_timeout: int = 15) -> list[str]:
-    """A real `ssh` invocation with strict host-key checking against the lab's known_hosts."""
-    return [
-        "ssh",
-        "-i",
-        str(ssh_dir / "id_ed25519"),
-        "-o",
-        f"UserKnownHostsFile={ssh_dir / 'known_hosts'}",
-        "-o",
-        "StrictHostKeyChecking=yes",
-        "-o",
-        "IdentitiesOnly=yes",
-        "-o",
-        "BatchMode=yes",
-        "-o",
-        f"ConnectTimeout={connect_timeout}",
-        "-o",
-        "LogLevel=ERROR",
-        f"root@{node.mgmt_ip}",
-        *cmd,
-    ]
+def ssh_options(ssh_dir: Path, connect_timeout: int = 15) -> dict[str, str]:
+    """`-o` options of a lab login: strict host-key checking against the lab's known_hosts, its key only."""
+    return {
+        "UserKnownHostsFile": str(ssh_dir / "known_hosts"),
+        "StrictHostKeyChecking": "yes",
+        "IdentitiesOnly": "yes",
+        "BatchMode": "yes",
+        "ConnectTimeout": str(connect_timeout),
+        "LogLevel": "ERROR",
+    }

@@ -6,9 +6,8 @@ from typing import Any
 
 from clusterforge.plan import bios_vars
 from clusterforge.plan.build import Plan
+from clusterforge.plan.overrides import InventoryOverrides
 
-LAB_ROOT = "/var/lib/clusterforge/lab"
-LAB_SLURMCTLD = "10.244.0.1:6817"
 CUDA_APT_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/x86_64/"
 
 
@@ -61,8 +60,9 @@ def hosts_yml(plan: Plan) -> dict[str, Any]:
     return {"all": {"children": dict(sorted(groups.items()))}}
 
 
-def all_vars(plan: Plan) -> dict[str, Any]:
-    """Cluster-wide facts plus the role knobs derived from the spec (docs/contracts.md)."""
+def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[str, Any]:
+    """Cluster-wide facts plus the role knobs derived from the spec (docs/contracts.md), then what the
+    target adds (`overrides`)."""
     d = plan.doc
     t, sw, roce = d["tuning"], d["software"], d["tuning"]["roce"]
     out: dict[str, Any] = {
@@ -107,21 +107,9 @@ def all_vars(plan: Plan) -> dict[str, Any]:
         "rdma_stack_version": sw["rdma"]["version"],
         **repository_vars(sw.get("repositories") or {}),
     }
-    if d["target"] == "lab":
-        root = f"{LAB_ROOT}/{d['cluster']}"
-        out.update(
-            {
-                "ansible_user": "root",
-                "ansible_ssh_private_key_file": f"{root}/ssh/id_ed25519",
-                "ansible_ssh_common_args": (
-                    f"-o UserKnownHostsFile={root}/ssh/known_hosts -o StrictHostKeyChecking=yes"
-                ),
-                # configless slurmd from the lab host's slurmctld, with the lab's munge key
-                "slurm_node_conf_server": LAB_SLURMCTLD,
-                "slurm_node_munge_key_src": f"{root}/munge/munge.key",
-            }
-        )
-    out.update(bios_vars.all_vars(d))
+    overrides = overrides or InventoryOverrides()
+    out.update(overrides.all_vars)
+    out.update(bios_vars.all_vars(d, overrides.bios_ca_path))
     return out
 
 

@@ -22,6 +22,7 @@ from clusterforge.plan.bom import BOM_FIELDS, BomLine, bom_lines
 from clusterforge.plan.build import Plan
 from clusterforge.plan.cabling import CSV_FIELDS, CableSheet, cable_sheet, csv_rows
 from clusterforge.plan.inventory import all_vars, hosts_yml, roce_vars, sku_group_vars
+from clusterforge.plan.overrides import InventoryOverrides
 from clusterforge.plan.topology_svg import topology_dot
 
 _BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -100,8 +101,12 @@ def _write(path: Path, text: str | Iterable[str]) -> None:
             f.writelines(text)
 
 
-def write_outputs(plan: Plan, out_root: Path, *, svg: bool = True) -> Path:
-    """Write every generated file for the plan; returns the cluster's output folder.
+def write_outputs(
+    plan: Plan, out_root: Path, *, svg: bool = True, overrides: InventoryOverrides | None = None
+) -> Path:
+    """Write every generated file for the plan; returns the cluster's output folder. `overrides`: what the
+    deployment target adds to the inventory (`clusterforge.targets`; `clusterforge.flows.plan.write_outputs`
+    passes the plan's own target's).
 
     Everything goes to a temporary sibling folder first, which then replaces `out_root/<cluster>` whole.
     """
@@ -113,7 +118,7 @@ def write_outputs(plan: Plan, out_root: Path, *, svg: bool = True) -> Path:
         (tmp / "group_vars").mkdir()
         _write(tmp / "plan.json", plan_json_chunks(plan))
         _write(tmp / "hosts.yml", hosts_yml_lines(plan))
-        _write(tmp / "group_vars" / "all.yml", dump_yaml(all_vars(plan)))
+        _write(tmp / "group_vars" / "all.yml", dump_yaml(all_vars(plan, overrides)))
         _write(tmp / "group_vars" / "fabric_type_roce.yml", dump_yaml(roce_vars(plan)))
         for stem, gvars in sku_group_vars(plan).items():
             _write(tmp / "group_vars" / f"{stem}.yml", dump_yaml(gvars))

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from clusterforge.certify.tools import missing_tools
 from clusterforge.pool.base import HOLD_REASON, PoolManager, reason_for_checks, sanitize_reason
 from clusterforge.records import certificate as certmod
 from clusterforge.records import signing
 from clusterforge.records._util import parse_iso, utcnow
 from clusterforge.records.signing import TrustedKeys
+from clusterforge.remote.tools import missing_tools
 
 Action = Literal["admit", "drain", "hold"]
 TIER_ORDER = {"quick": 0, "full": 1, "burnin": 2}

@@ -6,16 +6,14 @@ Exit codes: 0 ok; 1 the manager failed; 2 bad input; 3 a node was not admitted (
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from clusterforge.errors import ClusterforgeError, ExitCode
-from clusterforge.pool.base import PoolManager, sanitize_reason
-
-MANAGERS = ("file", "slurm", "kubernetes")
+from clusterforge.pool.base import sanitize_reason
+from clusterforge.targets import pool_manager as manager_for
 
 app = typer.Typer(
     help="Node pool: status, admit (admission policy), drain.",
@@ -44,7 +42,8 @@ DbOpt = Annotated[
 ]
 
 
-def load_plan(plan: Path | None, spec: Path | None) -> dict[str, Any]:
+def plan_doc_from(plan: Path | None, spec: Path | None) -> dict[str, Any]:
+    """The plan of `--plan PLAN.json`, else compiled from `--spec` (nothing written)."""
     if plan is not None:
         try:
             doc = json.loads(plan.read_text(encoding="utf-8"))
@@ -59,35 +58,6 @@ def load_plan(plan: Path | None, spec: Path | None) -> dict[str, Any]:
     from clusterforge.spec import load_spec
 
     return dict(build_plan(load_spec(spec)).doc)
-
-
-def manager_for(
-    plan_doc: dict[str, Any], kind: str | None = None, registry: Path | None = None
-) -> PoolManager:
-    """The pool manager the plan names (or `kind`). Slurm: `SLURM_CONF` from the environment; for a lab
-    plan without it, the lab controller's slurm.conf."""
-    kind = kind or str(plan_doc.get("pool_manager") or "file")
-    cluster = str(plan_doc.get("cluster", "default"))
-    if kind == "file":
-        from clusterforge.pool.file import FilePool, default_registry
-
-        return FilePool(registry or default_registry(cluster))
-    if kind == "slurm":
-        from clusterforge.pool.slurm import SlurmPool
-
-        env = dict(os.environ)
-        if "SLURM_CONF" not in env and plan_doc.get("target") == "lab":
-            from clusterforge.lab.config import state_root
-
-            conf = state_root(cluster) / "slurm" / "slurm.conf"
-            if conf.exists():
-                env["SLURM_CONF"] = str(conf)
-        return SlurmPool(env=env)
-    if kind == "kubernetes":
-        from clusterforge.pool.kubernetes import KubernetesPool
-
-        return KubernetesPool()
-    raise typer.BadParameter(f"pool manager must be one of {', '.join(MANAGERS)}; got {kind!r}")
 
 
 def _fail(exc: ClusterforgeError) -> typer.Exit:
@@ -110,7 +80,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """State of each node in the pool manager: idle, busy, draining, drained, down, unknown; and why."""
-    doc = load_plan(plan, spec)
+    doc = plan_doc_from(plan, spec)
     names = list(nodes or [n["name"] for n in doc["nodes"]])
     try:
         states = manager_for(doc, manager, registry).status(names)
@@ -147,7 +117,7 @@ def admit(
     from clusterforge.pool.admission import apply, decide, history_from_store
     from clusterforge.records import Store, signing
 
-    doc = load_plan(plan, spec)
+    doc = plan_doc_from(plan, spec)
     known = {n["name"] for n in doc["nodes"]}
     unknown = [n for n in nodes if n not in known]
     if unknown:
@@ -185,7 +155,7 @@ def drain(
     """Drain NODES with REASON (a node drained by someone else is left as it is unless --force)."""
     from clusterforge.records import Store
 
-    doc = load_plan(plan, spec)
+    doc = plan_doc_from(plan, spec)
     text = sanitize_reason(reason)
     try:
         pm = manager_for(doc, manager, registry)

@@ -3,8 +3,11 @@
 GpuCluster
 ├── ManagementNetwork, StorageNetwork
 ├── ComputeFabric (one per fabric) ── FabricSwitch (one per switch) [── remote.Command: QoS push]
-├── lab target only: command.local.Command "<cluster>-lab-infra"   (clusterforge lab infra up|down)
+├── a target that stands up its nodes (the lab) only: command.local.Command "<cluster>-lab-infra"
+│   (clusterforge lab infra up|down)
 └── NodePool (one per pool) ── GpuNode (one per node) [── lab: command.local.Command "<node>-lab"]
+
+Whether the target stands up its nodes is data the program passes (`Target.stands_up_nodes`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,13 @@ TOKEN = "clusterforge:index:{}"
 
 class GpuCluster(pulumi.ComponentResource):
     def __init__(
-        self, name: str, plan: Plan, settings: StackSettings, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        plan: Plan,
+        settings: StackSettings,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        stands_up_nodes: bool = False,
     ) -> None:
         super().__init__(TOKEN.format("GpuCluster"), name, None, opts)
         doc = plan.doc
@@ -37,7 +46,7 @@ class GpuCluster(pulumi.ComponentResource):
         }
         self.lab_infra: local.Command | None = None
         lab: LabContext | None = None
-        if doc["target"] == "lab":
+        if stands_up_nodes:
             cmds = infra_commands(settings.cli, settings.spec_value, settings.sudo)
             self.lab_infra = local.Command(
                 f"{name}-lab-infra",

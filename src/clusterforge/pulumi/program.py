@@ -10,19 +10,22 @@ from typing import Any
 
 import pulumi
 
+from clusterforge import targets
 from clusterforge.plan import Plan
 from clusterforge.plan.inventory import all_vars, hosts_yml, roce_vars, sku_group_vars
 from clusterforge.plan.summary import summary
 from clusterforge.pulumi.cluster import GpuCluster
-from clusterforge.pulumi.settings import StackSettings, load_plan, load_settings
+from clusterforge.pulumi.settings import StackSettings, load_settings, plan_from_settings
 from clusterforge.switchcfg import switch_configs
 
 REQUIRED_OUTPUTS = ("cluster", "plan_hash", "inventory", "group_vars")
 
 
 def group_vars(plan: Plan) -> dict[str, dict[str, Any]]:
-    """group_vars/<file>.yml contents keyed by file stem, exactly what `clusterforge plan` writes."""
-    out: dict[str, dict[str, Any]] = {"all": all_vars(plan), "fabric_type_roce": roce_vars(plan)}
+    """group_vars/<file>.yml contents keyed by file stem, exactly what `clusterforge plan` writes (with what
+    the plan's target adds)."""
+    overrides = targets.for_plan(plan.doc).inventory_overrides(plan.doc)
+    out: dict[str, dict[str, Any]] = {"all": all_vars(plan, overrides), "fabric_type_roce": roce_vars(plan)}
     out.update(sku_group_vars(plan))
     return out
 
@@ -57,8 +60,9 @@ def stack_outputs(plan: Plan, cluster: GpuCluster, settings: StackSettings) -> d
 
 def build(repo_root: Path, cfg: pulumi.Config | None = None) -> tuple[GpuCluster, dict[str, Any]]:
     settings = load_settings(repo_root, cfg)
-    plan = load_plan(settings)
-    cluster = GpuCluster(plan.name, plan, settings)
+    plan = plan_from_settings(settings)
+    target = targets.for_plan(plan.doc)
+    cluster = GpuCluster(plan.name, plan, settings, stands_up_nodes=target.stands_up_nodes)
     return cluster, stack_outputs(plan, cluster, settings)
 
 

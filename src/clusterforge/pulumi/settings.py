@@ -124,7 +124,7 @@ def load_settings(repo_root: Path, cfg: pulumi.Config | None = None) -> StackSet
     )
 
 
-def load_plan(settings: StackSettings) -> Plan:
+def plan_from_settings(settings: StackSettings) -> Plan:
     """Spec -> plan; an invalid spec becomes a StackConfigError that keeps every problem the loader found."""
     try:
         return build_plan(load_spec(settings.spec_path))

@@ -22,7 +22,7 @@ from typing import Any
 
 from clusterforge import assets
 from clusterforge.childenv import scrub_environ
-from clusterforge.run.site import inventory_sources
+from clusterforge.remote.inventory import inventory_sources
 from clusterforge.run.task_diff import task_diff
 
 FACT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clusterforge" / "facts"
@@ -186,17 +186,6 @@ def runner_env(forks: int | None = None, strategy: str | None = None) -> dict[st
     return env
 
 
-def lab_env(plan_doc: dict[str, Any]) -> dict[str, str]:
-    """The lab BMCs' account (CLUSTERFORGE_BMC_USER / _PASSWORD_FILE) for the bios role and validator when
-    `plan_doc` is a lab plan with BMCs and the user has set no BMC account; {} otherwise (see
-    `clusterforge.lab.bmc.client_env`)."""
-    if plan_doc.get("target") != "lab":
-        return {}
-    from clusterforge.lab.bmc import client_env
-
-    return client_env(plan_doc)
-
-
 def _message(res: dict[str, Any]) -> str:
     for key in ("msg", "stderr", "reason"):
         val = res.get(key)
@@ -222,7 +211,7 @@ def run_playbook(
 ) -> PlaybookResult:
     """Run `playbooks/<playbook>` on `inventory` (a folder with hosts.yml and group_vars/).
 
-    `env` is added to the environment (e.g. `lab_env`: the lab BMCs' account); like the rest of the
+    `env` is added to the environment (the target's: e.g. the lab BMCs' account); like the rest of the
     environment it is never in the artifacts kept."""
     import ansible_runner  # heavy import, only when running
 

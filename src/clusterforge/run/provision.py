@@ -13,13 +13,15 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from rich.console import Console
 
-from clusterforge.run.ansible import PlaybookResult, lab_env, run_playbook
+from clusterforge.remote.inventory import plan_order, resolve_hosts
+from clusterforge.run.ansible import PlaybookResult, run_playbook
 from clusterforge.run.batches import batches, over_fail_limit
 from clusterforge.run.logs import PLAYBOOK_RAN, run_logs
 from clusterforge.run.progress import Progress
@@ -95,23 +97,6 @@ class ProvisionReport:
         return path
 
 
-def resolve_hosts(inventory: Path, limit: str | None) -> list[str]:
-    """Hosts the limit pattern selects, in inventory order (Ansible's own pattern rules)."""
-    from ansible.inventory.manager import InventoryManager
-    from ansible.parsing.dataloader import DataLoader
-
-    inv = InventoryManager(loader=DataLoader(), sources=[str(inventory / "hosts.yml")])
-    if limit:
-        inv.subset(limit)
-    return [h.name for h in inv.get_hosts("all")]
-
-
-def plan_order(hosts: list[str], plan_doc: dict[str, Any]) -> list[str]:
-    """Hosts in the plan's order (pools, racks, SUs), so batches follow the physical layout."""
-    order = {n["name"]: i for i, n in enumerate(plan_doc["nodes"])}
-    return sorted(hosts, key=lambda h: (order.get(h, len(order)), h))
-
-
 def _merge(report: ProvisionReport, res: PlaybookResult) -> None:
     for name, h in res.hosts.items():
         rec = report.hosts.setdefault(name, HostRecord(name))
@@ -145,14 +130,17 @@ def provision(
     opts: Options,
     pool: Pool | None,
     console: Console | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ProvisionReport:
+    """Provision the hosts `opts.limit` selects; `env` is added to Ansible's environment (the target's:
+    `clusterforge.targets`; the lab's BMC account for the bios role, a path, never the password)."""
     console = console or Console()
     report = ProvisionReport(
         uuid.uuid4().hex[:12], plan_doc["cluster"], plan_doc["plan_hash"], opts.check, time.time()
     )
     hosts = plan_order(resolve_hosts(inventory, opts.limit), plan_doc)
     rollout = plan_doc["rollout"]
-    env = lab_env(plan_doc)  # the lab BMCs' account for the bios role (a path, never the password)
+    env = dict(env or {})
     groups = batches(hosts, rollout["serial"])
     logs = run_logs("provision", report.run_id)
     report.logs = str(logs)

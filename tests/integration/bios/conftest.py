@@ -10,10 +10,10 @@ import pytest
 import yaml
 from bios_rig import BMC_NODES, REPO, Rig, free_port
 
+from clusterforge.flows.plan import write_outputs
 from clusterforge.lab.bmc import bmc_env, start_bmcs, stop_bmcs
 from clusterforge.plan import bios_vars
 from clusterforge.plan.build import build_plan
-from clusterforge.plan.outputs import write_outputs
 from clusterforge.spec.load import load_spec_text
 
 

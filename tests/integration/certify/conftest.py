@@ -36,9 +36,9 @@ class CertifyLab:
         return [n["name"] for n in self.doc["nodes"]]
 
     def pool(self) -> Any:
-        from clusterforge.certify.admit import pool_for
+        from clusterforge import targets
 
-        return pool_for(self.doc)
+        return targets.pool_manager(self.doc)
 
     def certify(
         self, tier: str = "quick", limit: str | None = None, admit: bool = True
@@ -47,7 +47,7 @@ class CertifyLab:
 
         from rich.console import Console
 
-        from clusterforge.certify.pipeline import Outputs, certify_flow
+        from clusterforge.flows.certify import Outputs, certify_flow
 
         self.runs += 1
         out = self.out / f"run{self.runs}-{tier}.json"
@@ -81,7 +81,7 @@ def certify_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def _provision_by_hand(lab: Any) -> None:
     from rich.console import Console
 
-    from clusterforge.run.pipeline import provision_flow
+    from clusterforge.flows.provision import provision_flow
     from clusterforge.run.provision import Options
 
     with open(os.devnull, "w") as sink:
@@ -93,7 +93,7 @@ def _provision_by_hand(lab: Any) -> None:
 def certify_lab(request: pytest.FixtureRequest, certify_env: Path) -> Iterator[CertifyLab]:
     """The provisioned lab; the lab tests' lock is held meanwhile (faults, drains and reboots here must not
     meet another session's tests on the same nodes)."""
-    from clusterforge.run.pipeline import load_plan
+    from clusterforge.flows.plan import load_plan
 
     plan, inventory = load_plan(SPEC)  # writes inventory/generated/lab/ before the lab reads its plan
     snapshot = os.environ.get("CLUSTERFORGE_LAB_SNAPSHOT")  # a provisioned state kept by `lab snapshot`

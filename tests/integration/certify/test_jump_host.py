@@ -21,7 +21,7 @@ CLI = [str(Path(sys.executable).parent / "clusterforge")]
 
 
 def _conn(certify_lab: Any, node: str) -> dict[str, Any]:
-    from clusterforge.run.site import connection_vars
+    from clusterforge.remote.inventory import connection_vars
 
     return connection_vars([str(certify_lab.inventory / "hosts.yml")], [node])[node]
 

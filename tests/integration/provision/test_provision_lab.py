@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from clusterforge.run.ansible import lab_env, run_playbook
+from clusterforge import targets
+from clusterforge.run.ansible import run_playbook
 from clusterforge.run.provision import Options, provision
 
 pytestmark = pytest.mark.lab
@@ -47,9 +48,9 @@ def test_first_provision_converges_with_a_rolling_reboot(provisioned_lab: Any) -
 
 
 def test_nodes_are_back_in_slurm_after_the_reboot(provisioned_lab: Any) -> None:
-    from clusterforge.run.pipeline import pool_manager
+    from clusterforge import targets
 
-    states = pool_manager(provisioned_lab.doc).status(provisioned_lab.nodes)
+    states = targets.pool_manager(provisioned_lab.doc).status(provisioned_lab.nodes)
     for name, st in states.items():
         assert st.state in ("idle", "busy"), f"{name} is {st.state} ({st.reason})"
 
@@ -164,7 +165,7 @@ def test_hand_changes_are_named_by_check_diff_and_restored(provisioned_lab: Any)
             sh(p, host, cmd)
             sh(p, host, drifted)
         hosts = sorted({c[0] for c in changes})
-        env = lab_env(p.doc)  # the lab BMCs' account, for the bios role (as provision/drift pass it)
+        env = targets.for_plan(p.doc).environment(p.doc)  # the lab BMCs' account, as provision/drift pass it
         check = run_playbook("site.yml", p.inventory, limit=",".join(hosts), check=True, diff=True, env=env)
         assert not check.failed_hosts, {h.host: f"{h.failed_task}: {h.message}" for h in check.failed_hosts}
         for host in hosts:

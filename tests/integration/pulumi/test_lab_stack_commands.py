@@ -38,7 +38,7 @@ class _Mocks(pulumi.runtime.Mocks):
 def recorded_commands() -> tuple[Any, dict[str, dict[str, Any]]]:
     """Run the stack program for the lab spec under mocks; the plan and every resource's inputs."""
     from clusterforge.pulumi.program import build
-    from clusterforge.pulumi.settings import load_plan, load_settings
+    from clusterforge.pulumi.settings import load_settings, plan_from_settings
 
     mocks = _Mocks()
     ROOT.set(None)
@@ -46,7 +46,7 @@ def recorded_commands() -> tuple[Any, dict[str, dict[str, Any]]]:
     pulumi.runtime.set_all_config({"clusterforge:spec": SPEC, "clusterforge:sudo": "false"})
     try:
         pulumi.runtime.test(lambda: build(REPO)[0].urn)()
-        plan = load_plan(load_settings(REPO))
+        plan = plan_from_settings(load_settings(REPO))
     finally:
         pulumi.runtime.set_all_config({}, [])
     return plan, mocks.inputs

@@ -80,12 +80,14 @@ def _provision(plan_path: Path, names: list[str]) -> None:
     nvidia_gpu,nccl,benchmarks --limit A,B --no-reboot` does (services started, nvidia_peermem loaded)."""
     from rich.console import Console
 
+    from clusterforge import targets
     from clusterforge.run.provision import Options, provision
 
     doc = json.loads(plan_path.read_text())
     opts = Options(limit=",".join(names), tags=ROLE_TAGS, no_reboot=True)
+    env = targets.for_plan(doc).environment(doc)
     with open(os.devnull, "w") as sink:
-        report = provision(doc, plan_path.parent, opts, None, Console(file=sink, width=200))
+        report = provision(doc, plan_path.parent, opts, None, Console(file=sink, width=200), env)
     failed = {h.host: f"{h.failed_task}: {h.message}" for h in report.failed}
     assert report.ok, f"provisioning {names} with tags {ROLE_TAGS} failed: {failed}"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 
 import pytest
 import yaml
@@ -104,19 +105,23 @@ def test_same_compares_values_not_encodings() -> None:
     assert not bios.same("Enabled", "Disabled")
 
 
-def test_bios_vars_renders_the_maps_and_the_lab_ca(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CLUSTERFORGE_LAB_STATE", raising=False)
+def test_bios_vars_renders_the_maps_and_the_targets_ca(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clusterforge import targets
+    from clusterforge.lab import config
+    from clusterforge.lab.target import LabTarget
+
     doc = {
         "cluster": "lab",
         "target": "lab",
         "tuning": {"acs_disable": True},
         "nodes": [{"name": "a", "bmc": {"address": "127.0.0.1:8441", "vendor": "generic"}}, {"name": "b"}],
     }
-    out = bios_vars.all_vars(doc)
+    out = bios_vars.all_vars(doc, targets.for_plan(doc).inventory_overrides(doc).bios_ca_path)
     assert list(out["bios_vendor_maps"]) == ["generic"]
     assert out["bios_vendor_maps"]["generic"]["set"]["PcieAcs"] == "Disabled"
-    assert out["bios_ca_path"] == "/var/lib/clusterforge/lab/lab/bmc/ca.pem"
-    monkeypatch.setenv("CLUSTERFORGE_LAB_STATE", "/srv/cf-lab")  # a lab kept elsewhere: its CA is there
-    assert bios_vars.all_vars(doc)["bios_ca_path"] == "/srv/cf-lab/lab/bmc/ca.pem"
-    bm = bios_vars.all_vars({**doc, "target": "baremetal", "nodes": [{"name": "a"}]})
+    assert out["bios_ca_path"] == f"{config.STATE_BASE}/lab/bmc/ca.pem"  # the lab's own state root
+    elsewhere = LabTarget(lambda *a: None, Path("/srv/cf-lab"))  # a lab kept elsewhere: its CA is there
+    assert elsewhere.inventory_overrides(doc).bios_ca_path == "/srv/cf-lab/lab/bmc/ca.pem"
+    bare = {**doc, "target": "baremetal", "nodes": [{"name": "a"}]}
+    bm = bios_vars.all_vars(bare, targets.for_plan(bare).inventory_overrides(bare).bios_ca_path)
     assert sorted(bm["bios_vendor_maps"]) == sorted(bios.VENDORS) and "bios_ca_path" not in bm

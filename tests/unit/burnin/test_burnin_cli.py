@@ -15,6 +15,7 @@ from clusterforge.burnin.cli import burnin_app, parse_duration, report_app
 from clusterforge.burnin.execute import Launcher
 from clusterforge.burnin.pairs import select_pairs
 from clusterforge.burnin.verdicts import evaluate
+from clusterforge.flows import burnin as flow
 from clusterforge.pool.base import NodeState, PoolManager
 
 
@@ -136,7 +137,7 @@ def test_records_certificates_and_pool_actions(lab_plan: dict[str, Any], isolate
         )
         store.finish_run(run, "failed")
         certs = issue.issue_certificates(store, lab_plan, run, ev, parts)
-        actions = issue.pool_actions(pool, store, run, ev, lab_plan, admit=False)
+        actions = flow.pool_actions(pool, store, run, ev, lab_plan, admit=False)
         assert {n: c["verdict"] for n, c in certs.items()} == {
             "roce-01": "fail",
             "roce-02": "pass",
@@ -188,7 +189,7 @@ def test_admit_applies_the_admission_policy(lab_plan: dict[str, Any], isolated: 
         run = store.start_run("burnin", "lab", nodes=nodes)
         store.finish_run(run, "passed")
         issue.issue_certificates(store, lab_plan, run, ev, {})
-        actions = issue.pool_actions(pool, store, run, ev, lab_plan, admit=True)
+        actions = flow.pool_actions(pool, store, run, ev, lab_plan, admit=True)
     assert lab_plan["certification"]["join_tiers"] == ["quick"]
     assert all("no quick certificate" in a for a in actions.values()), actions
     assert all(s.state == "drained" for s in pool.states.values())

@@ -12,7 +12,8 @@ from clusterforge.burnin import issue, suite
 from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.pairs import select_pairs
 from clusterforge.burnin.verdicts import evaluate
-from clusterforge.certify.expect import nodes_of
+from clusterforge.flows import burnin as flow
+from clusterforge.plan.expect import nodes_of
 
 NODES = ["roce-01", "roce-02", "ib-01", "ib-02"]
 REASON = "clusterforge: burnin cannot certify: nvbandwidth missing (install: role benchmarks, tag benchmarks)"
@@ -37,7 +38,7 @@ def test_missing_tool_is_error_without_suspect(lab_plan: dict[str, Any]) -> None
     assert v.verdict == "error"
     assert v.components == []  # no GPU is suspected from a test that did not run
     assert [f.kind for f in v.findings] == ["missing"]
-    assert issue.drain_reason(v) == REASON
+    assert flow.drain_reason(v) == REASON
     checks = {c["id"]: c["status"] for c in issue.cert_checks(ev, "ib-01")}
     assert checks["burnin.nvbandwidth.h2d"] == "error" and "fail" not in checks.values()
     assert all(ev.nodes[n].verdict == "pass" for n in NODES if n != "ib-01")
@@ -48,7 +49,7 @@ def test_tool_that_ran_and_measured_low_fails_with_suspect(lab_plan: dict[str, A
     ev = evaluate(rows, lab_plan, NODES, select_pairs(lab_plan, NODES))
     v = ev.nodes["ib-01"]
     assert v.verdict == "fail" and v.components == ["GPU 0"]
-    assert "cannot certify" not in issue.drain_reason(v)
+    assert "cannot certify" not in flow.drain_reason(v)
 
 
 def test_measured_fault_still_fails_when_another_tool_is_missing(lab_plan: dict[str, Any]) -> None:

@@ -14,8 +14,8 @@ import pytest
 from burnin_data import REPO
 
 from clusterforge.burnin import suite
-from clusterforge.certify.expect import NodeExpect, node_expect
 from clusterforge.hw import nvbandwidth
+from clusterforge.plan.expect import NodeExpect, node_expect
 
 REAL = REPO / "tests/fixtures/real"
 NCCL = REAL / "nccl-all_reduce_perf__h100x8-gke-a3-1node-elideng__1.txt"

@@ -11,6 +11,7 @@ from clusterforge.burnin import issue
 from clusterforge.burnin.model import Measurement, NodeVerdict
 from clusterforge.burnin.pairs import select_pairs
 from clusterforge.burnin.verdicts import evaluate
+from clusterforge.flows import burnin as flow
 
 NODES = ["roce-01", "roce-02", "ib-01", "ib-02"]
 
@@ -45,7 +46,7 @@ def test_slow_nic_and_slow_gpu_flagged_noisy_node_not(lab_plan: dict[str, Any], 
     assert not ev.fabric
     # the pair on rail 3 is bad too, and explained by roce-01's NIC: roce-02 is not blamed
     assert [(s.scope, s.target, s.rail) for s in ev.suspects] == [("node", "roce-01", 3)]
-    reason = issue.drain_reason(ev.nodes["roce-01"])
+    reason = flow.drain_reason(ev.nodes["roce-01"])
     assert reason.startswith("clusterforge: burnin outlier roce-01 rail 3 NIC mlx5_3 ib_write_bw ")
     assert " vs fleet 39" in reason and len(reason) <= 200
 
@@ -121,9 +122,9 @@ def test_node_without_any_measurement_is_an_error(lab_plan: dict[str, Any]) -> N
     rows += [(1, Measurement("dcgm.diag", "ib-02", unit="pass", error="unreachable"))]
     ev = run(lab_plan, rows)
     assert ev.nodes["ib-02"].verdict == "fail"  # it failed what it was asked to do
-    assert issue.drain_reason(ev.nodes["ib-02"]).startswith("clusterforge: burnin failed ib-02")
+    assert flow.drain_reason(ev.nodes["ib-02"]).startswith("clusterforge: burnin failed ib-02")
     empty = NodeVerdict("x", "error")
-    assert issue.drain_reason(empty) == "clusterforge: burnin x: no measurement completed"
+    assert flow.drain_reason(empty) == "clusterforge: burnin x: no measurement completed"
 
 
 def test_slow_group_without_a_slow_member_is_a_fabric_finding(lab_plan: dict[str, Any]) -> None:

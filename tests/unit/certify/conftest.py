@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from clusterforge.certify.expect import NodeExpect, nodes_of
 from clusterforge.certify.results import CheckResult, NodeResult
+from clusterforge.plan.expect import NodeExpect, nodes_of
 
 REPO = Path(__file__).resolve().parents[3]
 

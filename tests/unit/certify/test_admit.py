@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from clusterforge.certify import admit
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.issue import Recorder
 from clusterforge.certify.results import NodeResult
 from clusterforge.certify.runner import unreachable_result
+from clusterforge.flows import admit
+from clusterforge.plan.expect import NodeExpect
 from clusterforge.pool.file import FilePool
 from clusterforge.records import Store
 

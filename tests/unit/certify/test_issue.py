@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.issue import Recorder
+from clusterforge.plan.expect import NodeExpect
 from clusterforge.records import NodesBusy, Store, verify
 
 from .conftest import node_result

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from clusterforge.certify import admit
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.results import CheckResult
+from clusterforge.flows import admit
+from clusterforge.plan.expect import NodeExpect
 from clusterforge.pool.file import FilePool
 from clusterforge.records import Store
 

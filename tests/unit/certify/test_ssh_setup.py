@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterforge.certify.runner import ssh_setup
 from clusterforge.errors import ClusterforgeError
+from clusterforge.remote.ssh import ssh_setup
 
 PLAN = {"nodes": [{"name": "n1", "mgmt_ip": "10.1.0.11"}, {"name": "n2", "mgmt_ip": "10.1.0.12"}]}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.certify import tools
+from clusterforge.remote import tools
 
 PLAYBOOKS = Path(__file__).resolve().parents[3] / "playbooks"
 

@@ -13,13 +13,15 @@ from typing import Any
 import pytest
 import yaml
 
+from clusterforge import targets
 from clusterforge.lab import bmc, config, net
 from clusterforge.lab.bmc.secrets import ensure_account
 from clusterforge.lab.lab import Lab, LabError
-from clusterforge.plan import bios_vars, build_plan
+from clusterforge.plan import build_plan
 from clusterforge.plan.inventory import all_vars, hosts_yml
+from clusterforge.pool.managers import manager_for
 from clusterforge.run import provision as provision_mod
-from clusterforge.run.ansible import HostResult, PlaybookResult, TaskResult, lab_env
+from clusterforge.run.ansible import HostResult, PlaybookResult, TaskResult
 from clusterforge.spec import load_spec, load_spec_text
 
 REPO = Path(__file__).resolve().parents[3]
@@ -58,11 +60,11 @@ def test_lab_inventory_gives_each_node_the_bios_vars_and_the_lab_ca(lab_doc: dic
     assert {h: v["clusterforge_bmc"]["address"] for h, v in hosts.items()} == {
         n["name"]: n["bmc"]["address"] for n in lab_doc["nodes"]
     }
-    gv = all_vars(plan)
+    gv = all_vars(plan, targets.for_plan(lab_doc).inventory_overrides(lab_doc))
     assert set(gv["bios_vendor_maps"]) == {"generic"}
     # the role verifies TLS against the CA that start_bmcs makes under the lab's (default) state root
-    default_root = Lab(lab_doc, state_base=Path(bios_vars.LAB_ROOT)).root
-    assert gv["bios_ca_path"] == str(default_root / "bmc" / "ca.pem")
+    assert gv["bios_ca_path"] == str(Lab(lab_doc).root / "bmc" / "ca.pem")
+    assert "bios_ca_path" not in all_vars(plan), "the plan alone names no CA: the target does"
 
 
 def _doc(**over: Any) -> dict[str, Any]:
@@ -82,7 +84,6 @@ def test_client_env_is_the_lab_account_only_for_a_lab_plan_with_bmcs(tmp_path: P
         "CLUSTERFORGE_BMC_PASSWORD_FILE": str(tmp_path / "c1" / "bmc" / "password"),
     }
     assert creds["password"] not in json.dumps(got)
-    assert bmc.client_env(_doc(target="aws"), {}, tmp_path) == {}
     assert bmc.client_env(_doc(nodes=[{"name": "n1", "bmc": None}]), {}, tmp_path) == {}
     assert bmc.client_env(_doc(), {"CLUSTERFORGE_BMC_USER": ""}, tmp_path) == got, "empty counts as unset"
 
@@ -93,15 +94,33 @@ def test_client_env_never_overrides_or_completes_a_users_account(tmp_path: Path,
     assert bmc.client_env(_doc(), {var: "mine"}, tmp_path) == {}
 
 
-def test_lab_env_reads_the_environment_and_the_lab_state_root(
+def test_lab_target_environment_reads_the_environment_and_the_lab_state_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(config, "STATE_BASE", tmp_path)
+    monkeypatch.delenv("SLURM_CONF", raising=False)
     ensure_account(tmp_path / "c1" / "bmc")
-    assert set(lab_env(_doc())) == {"CLUSTERFORGE_BMC_USER", "CLUSTERFORGE_BMC_PASSWORD_FILE"}
-    assert lab_env(_doc(target="aws")) == {}
+    lab = targets.for_plan(_doc())
+    assert set(lab.environment(_doc())) == {"CLUSTERFORGE_BMC_USER", "CLUSTERFORGE_BMC_PASSWORD_FILE"}
+    assert targets.for_plan(_doc(target="baremetal")).environment(_doc(target="baremetal")) == {}
+    (tmp_path / "c1" / "slurm").mkdir()
+    (tmp_path / "c1" / "slurm" / "slurm.conf").write_text("ClusterName=c1\n")
+    assert lab.environment(_doc())["SLURM_CONF"] == str(tmp_path / "c1" / "slurm" / "slurm.conf")
+    monkeypatch.setenv("SLURM_CONF", "/users/own/slurm.conf")
     monkeypatch.setenv("CLUSTERFORGE_BMC_PASSWORD", "users-own")
-    assert lab_env(_doc()) == {}
+    assert lab.environment(_doc()) == {}, "the user's own account and slurm.conf win"
+
+
+def test_lab_target_pool_manager_reaches_the_lab_slurmctld(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterforge.lab.target import LabTarget
+
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    (tmp_path / "c1" / "slurm").mkdir(parents=True)
+    (tmp_path / "c1" / "slurm" / "slurm.conf").write_text("ClusterName=c1\n")
+    pool = LabTarget(manager_for, tmp_path).pool_manager(_doc(pool_manager="slurm"))
+    assert pool.env["SLURM_CONF"] == str(tmp_path / "c1" / "slurm" / "slurm.conf")
 
 
 class _Calls:
@@ -181,11 +200,10 @@ def test_provision_runs_site_yml_with_the_lab_account(
     lab_doc: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Both site.yml runs of the loop (converge, and converge again after the reboot) get the account."""
-    from clusterforge.plan.outputs import write_outputs
+    from clusterforge.flows.plan import write_outputs
 
     inv = write_outputs(build_plan(load_spec(LAB_SPEC)), tmp_path / "inv", svg=False)
     account = {"CLUSTERFORGE_BMC_USER": "u", "CLUSTERFORGE_BMC_PASSWORD_FILE": "/p"}
-    monkeypatch.setattr(provision_mod, "lab_env", lambda doc: account if doc is lab_doc else {})
     seen: list[tuple[str, Any]] = []
     read = {"n": 0}
 
@@ -205,7 +223,7 @@ def test_provision_runs_site_yml_with_the_lab_account(
 
     monkeypatch.setattr(provision_mod, "run_playbook", fake_run)
     opts = provision_mod.Options(limit="roce-01")
-    report = provision_mod.provision(lab_doc, inv, opts, None)
+    report = provision_mod.provision(lab_doc, inv, opts, None, env=account)
     assert report.ok and report.hosts["roce-01"].rebooted
     assert [p for p, _ in seen] == ["site.yml", "pending.yml", "reboot.yml", "site.yml", "pending.yml"]
     assert [env for p, env in seen if p == "site.yml"] == [account, account]

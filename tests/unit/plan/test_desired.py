@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from clusterforge.certify.expect import DESIRED_VERSION as READ_VERSION
 from clusterforge.plan import desired as D
+from clusterforge.plan.expect import DESIRED_VERSION as READ_VERSION
 
 INTEL = {"cpu": {"vendor": "intel", "numa_nodes": 2}}
 

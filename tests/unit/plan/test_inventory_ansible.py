@@ -7,7 +7,7 @@ from ansible.inventory.manager import InventoryManager
 from ansible.parsing.dataloader import DataLoader
 from ansible.vars.manager import VariableManager
 
-from clusterforge.plan.outputs import write_outputs
+from clusterforge.flows.plan import write_outputs
 
 
 @pytest.fixture(scope="module")

@@ -105,7 +105,11 @@ def test_sku_expectations_live_in_the_sku_group_vars(example) -> None:
 
 
 def test_role_knobs_in_all_vars(example) -> None:
-    lab, bare = all_vars(example("lab")), all_vars(example("h100-ib-1su"))
+    from clusterforge import targets
+
+    lab_plan = example("lab")
+    lab = all_vars(lab_plan, targets.for_plan(lab_plan.doc).inventory_overrides(lab_plan.doc))
+    bare = all_vars(example("h100-ib-1su"))
     assert (lab["rdma_roce_lossless_priority"], lab["rdma_roce_dscp"], lab["rdma_roce_cnp_dscp"]) == (
         3,
         26,
@@ -117,6 +121,7 @@ def test_role_knobs_in_all_vars(example) -> None:
     assert not {"os_tuning_hugepages_count", "os_tuning_thp", "os_tuning_iommu"} & set(lab)
     assert (lab["nvidia_gpu_driver_branch"], lab["nvidia_gpu_driver_version"]) == ("570", "570.133.20")
     assert lab["ansible_user"] == "root" and "/lab/ssh/id_ed25519" in lab["ansible_ssh_private_key_file"]
+    assert "ansible_user" not in all_vars(lab_plan), "the lab's login comes from its target, not the plan"
     assert "ansible_user" not in bare and bare["clusterforge_target"] == "baremetal"
     assert roce_vars(example("lab")) == {"nccl_ib_tc": 106, "nccl_ib_gid_index": 3}
 

@@ -14,8 +14,8 @@ from google.protobuf import json_format
 from pulumi.runtime import rpc
 from pulumi_mocks import REPO, RecordingMocks, run_stack, spec_config
 
+from clusterforge.flows.plan import write_outputs
 from clusterforge.plan import build_plan
-from clusterforge.plan.outputs import write_outputs
 from clusterforge.plan.summary import summary
 from clusterforge.pulumi.settings import StackConfigError
 from clusterforge.spec import load_spec

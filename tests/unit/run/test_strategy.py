@@ -64,12 +64,13 @@ def test_a_bad_strategy_stops_the_cli_before_anything_runs(
 ) -> None:
     import sys
 
-    from clusterforge import cli
-    from clusterforge.run import pipeline
+    from clusterforge import cli, targets
+    from clusterforge.flows import drift, provision
 
     touched: list[str] = []
-    monkeypatch.setattr(pipeline, "ensure_lab", lambda *a, **k: touched.append("lab"))
-    monkeypatch.setattr(pipeline, "load_plan", lambda *a, **k: touched.append("plan"))
+    monkeypatch.setattr(targets, "for_plan", lambda *a, **k: touched.append("target"))
+    for flow in (provision, drift):
+        monkeypatch.setattr(flow, "load_plan", lambda *a, **k: touched.append("plan"))
     monkeypatch.setenv(ansible.STRATEGY_ENV, "free")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["clusterforge", command, str(REPO / "inventory/clusters/lab.yaml")])

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clusterforge.certify.checks import Probe
-from clusterforge.certify.expect import NodeExpect, nodes_of
+from clusterforge.plan.expect import NodeExpect, nodes_of
 
 REPO = Path(__file__).resolve().parents[3]
 VALIDATORS = REPO / "validators"

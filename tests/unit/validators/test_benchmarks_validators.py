@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from clusterforge.certify.checks import CheckError, CheckFailed
-from clusterforge.certify.expect import NodeExpect
+from clusterforge.plan.expect import NodeExpect
 
 from .conftest import REPO, FakeNode, validator
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from clusterforge.certify import readers
 from clusterforge.certify.checks import CheckFailed
-from clusterforge.certify.expect import NodeExpect, load_plan, nodes_of
 from clusterforge.plan import build_plan
+from clusterforge.plan.expect import NodeExpect, nodes_of, read_plan_json
 from clusterforge.plan.outputs import write_outputs
 from clusterforge.spec import load_spec_text
 
@@ -83,7 +83,7 @@ def compile_and_render(texts: list[str], out: Path) -> list[tuple[dict[str, Node
     jobs, views = [], []
     for i, text in enumerate(texts):
         folder = write_outputs(build_plan(load_spec_text(text, "test.yaml")), out / str(i), svg=False)
-        views.append(nodes_of(load_plan(folder / "plan.json"), folder))
+        views.append(nodes_of(read_plan_json(folder / "plan.json"), folder))
         for host in ("roce-01", "ib-01"):
             for role, req in (("os_tuning", OS_TUNING), ("rdma", RDMA), ("nvidia_gpu", GPU)):
                 jobs.append([str(folder / "hosts.yml"), host, role, "Debian", FACTS, req])

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from clusterforge.certify.checks import CheckError, CheckFailed
-from clusterforge.certify.expect import NodeExpect
+from clusterforge.plan.expect import NodeExpect
 
 from .conftest import FakeNode, real, validator
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.certify.checks import CheckFailed, ToolMissing
-from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.plugin import classify
+from clusterforge.plan.expect import NodeExpect
 
 from .conftest import FakeNode, real, validator
 

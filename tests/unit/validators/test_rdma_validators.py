@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.certify.checks import CheckError, CheckFailed
-from clusterforge.certify.expect import NodeExpect
+from clusterforge.plan.expect import NodeExpect
 
 from .conftest import FakeNode, real, validator
 

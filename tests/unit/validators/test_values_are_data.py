@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from clusterforge.burnin import suite
-from clusterforge.certify import commands
 from clusterforge.certify.batch import batch_script, parse_batch
 from clusterforge.certify.checks import wrap
-from clusterforge.certify.expect import NodeExpect, node_expect
+from clusterforge.plan.expect import NodeExpect, node_expect
+from clusterforge.remote import commands
 
 from .conftest import VALIDATORS, validator
 

@@ -206,11 +206,12 @@ def client_env(
     plan_doc: dict[str, Any], environ: Mapping[str, str] | None = None, state_base: Path | None = None
 ) -> dict[str, str]:
     """What Ansible and the validators need on top of `environ` (default os.environ) to log in to the lab
-    BMCs of `plan_doc`: `bmc_env` of the lab's state root (`<state_base>/<cluster>`), for a plan with target
-    `lab` and a node with a `bmc`. Empty for any other plan, before the BMCs first ran, and when `environ`
-    already sets any of ACCOUNT_VARS (the user's account is never mixed with or replaced by the lab's).
-    The CA needs nothing here: the lab inventory's `bios_ca_path` names the lab BMCs' `ca.pem`."""
-    if plan_doc.get("target") != "lab" or not any(n.get("bmc") for n in plan_doc.get("nodes") or []):
+    BMCs of the lab plan `plan_doc` (`clusterforge.lab.target` asks only for a lab's): `bmc_env` of the
+    lab's state root (`<state_base>/<cluster>`) when a node has a `bmc`. Empty for a plan without BMCs,
+    before the BMCs first ran, and when `environ` already sets any of ACCOUNT_VARS (the user's account is
+    never mixed with or replaced by the lab's). The CA needs nothing here: the lab inventory's
+    `bios_ca_path` names the lab BMCs' `ca.pem`."""
+    if not any(n.get("bmc") for n in plan_doc.get("nodes") or []):
         return {}
     env = os.environ if environ is None else environ
     if any(env.get(k) for k in ACCOUNT_VARS):

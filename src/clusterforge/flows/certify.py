@@ -15,15 +15,18 @@ from typing import Any
 
 from rich.console import Console
 
-from clusterforge.certify import admit as admission
+from clusterforge import targets
 from clusterforge.certify.display import CertifyProgress, explain, table
-from clusterforge.certify.expect import nodes_of
 from clusterforge.certify.issue import Recorder
 from clusterforge.certify.results import NodeResult, summary, write_json, write_junit
 from clusterforge.certify.runner import TIER_MARKERS, certify_nodes
 from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode, InputError
+from clusterforge.flows import admit as admission
+from clusterforge.flows.plan import load_plan
+from clusterforge.plan.expect import nodes_of
 from clusterforge.records import signing
+from clusterforge.remote.inventory import resolve_hosts
 from clusterforge.term import safe
 
 
@@ -48,9 +51,6 @@ def certify_flow(
 ) -> int:
     """Certify the nodes of SPEC (or the `limit` pattern): 0 all pass, 3 any fail/error, 2 bad input,
     1 the tool itself could not run (e.g. the nodes are locked by another live run)."""
-    from clusterforge.run.pipeline import load_plan
-    from clusterforge.run.provision import resolve_hosts
-
     outputs = outputs or Outputs()
     if tier not in TIER_MARKERS:
         return _fail_input(console, f"--tier must be one of {', '.join(TIER_MARKERS)}; got {tier!r}")
@@ -77,11 +77,8 @@ def certify_flow(
         f"[bold]»[/] certify {safe(tier)}: {len(names)} node(s) of {safe(doc['cluster'])}, run {rec.run_id} "
         f"({getpass.getuser()}@{socket.gethostname()}, plan {doc['plan_hash'][:12]})"
     )
-    pool = admission.pool_for(doc) if admit or tier == "full" else None
-    if (admit or tier == "full") and pool is None:
-        console.print(
-            "[yellow]no pool manager in this build: nodes are certified but neither drained nor admitted[/]"
-        )
+    target = targets.for_plan(doc)
+    pool = target.pool_manager(doc) if admit or tier == "full" else None
     if tier == "full" and pool is not None:
         admission.drain_for_full_run(pool, names, rec.store, rec.run_id)
     started = time.time()
@@ -99,6 +96,7 @@ def certify_flow(
                 workdir=workdir,
                 progress=progress,
                 cancel=cancel,
+                env=target.environment(doc),
             )
     except KeyboardInterrupt:
         cancel.set()  # validator processes are killed; the run stays unfinished → incomplete, never passed

@@ -1,4 +1,7 @@
-"""The site layer: an operator's own inventory variables, which `clusterforge plan` never writes.
+"""The inventory as every run reads it: the generated layer, the site layer over it, the hosts a limit
+selects and each node's SSH connection variables.
+
+The site layer holds an operator's own inventory variables, which `clusterforge plan` never writes.
 
 `clusterforge plan` replaces `inventory/generated/<cluster>/` whole. What a site adds of its own — SSH user,
 port, key, jump host, repository mirrors, any role variable — goes in `inventory/site/<cluster>/`
@@ -76,3 +79,20 @@ def connection_vars(sources: list[str], nodes: list[str]) -> dict[str, dict[str,
         templar = Templar(loader=loader, variables=hv)
         out[name] = {k: templar.template(hv[k]) for k in CONNECTION_VARS if k in hv}
     return out
+
+
+def resolve_hosts(inventory: Path, limit: str | None) -> list[str]:
+    """Hosts the limit pattern selects, in inventory order (Ansible's own pattern rules)."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    inv = InventoryManager(loader=DataLoader(), sources=[str(inventory / "hosts.yml")])
+    if limit:
+        inv.subset(limit)
+    return [h.name for h in inv.get_hosts("all")]
+
+
+def plan_order(hosts: list[str], plan_doc: dict[str, Any]) -> list[str]:
+    """Hosts in the plan's order (pools, racks, SUs), so batches follow the physical layout."""
+    order = {n["name"]: i for i, n in enumerate(plan_doc["nodes"])}
+    return sorted(hosts, key=lambda h: (order.get(h, len(order)), h))

@@ -21,6 +21,9 @@ import shlex
 
 Word = str | int
 
+RC_SSH = 255  # ssh's own failure; a remote command's 255 is passed back as RC_REMOTE_255
+RC_REMOTE_255 = 250
+
 #: characters a fixed glob pattern may hold (no quotes, spaces, `$`, `;`, backticks …)
 _GLOB = re.compile(r"[A-Za-z0-9_.*?\[\]/-]+")
 HOLE = "{}"
@@ -72,3 +75,11 @@ def read_cmd(path: str) -> str:
 def read_many_cmd(base: str, pattern: str) -> str:
     """First line of every file ``pattern`` matches under ``base``, as ``path:line`` (``grep -H``)."""
     return "grep -H -m1 '' " + under(base, pattern)
+
+
+def wrap(command: str, timeout: int) -> str:
+    """The remote form: C locale, `timeout` with a hard kill 2 s later."""
+    return (
+        f"LC_ALL=C timeout -k 2 {int(timeout)} sh -c {shlex.quote(command)}; "
+        f"r=$?; [ $r -ne {RC_SSH} ] || r={RC_REMOTE_255}; exit $r"
+    )

@@ -126,7 +126,8 @@ class NodeExpect:
         return Threshold(name, float(t["value"]), str(t.get("unit", "")), str(t.get("source", "catalog")))
 
 
-def load_plan(path: Path | str) -> dict[str, Any]:
+def read_plan_json(path: Path | str) -> dict[str, Any]:
+    """A plan.json as written by `clusterforge plan` (checked for the keys every reader needs)."""
     doc: dict[str, Any] = json.loads(Path(path).read_text())
     for key in ("nodes", "skus", "tuning", "software", "certification", "plan_hash"):
         if key not in doc:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from clusterforge.certify import expect
-from clusterforge.certify.expect import nodes_of
+from clusterforge.plan import expect
+from clusterforge.plan.expect import nodes_of
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -31,7 +31,7 @@ def lab_inventory(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _doc(inv: Path) -> dict[str, Any]:
-    return expect.load_plan(inv / "plan.json")
+    return expect.read_plan_json(inv / "plan.json")
 
 
 def test_knobs_come_from_the_nodes_groups(lab_inventory: Path) -> None:

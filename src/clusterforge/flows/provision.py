@@ -1,4 +1,5 @@
-"""The user-facing flows that chain stages: spec → plan → (lab) → provision → certify → admit."""
+"""`clusterforge provision`: spec → plan → the target prepares the nodes → rolling site.yml through the
+plan's pool manager (`clusterforge.run.provision`)."""
 
 from __future__ import annotations
 
@@ -8,37 +9,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from clusterforge.errors import ExitCode
+from clusterforge import targets
+from clusterforge.errors import ExitCode, InputError, Problem
+from clusterforge.flows.plan import load_plan
+from clusterforge.plan import build_plan
+from clusterforge.run.ansible import strategy_env
+from clusterforge.run.provision import provision
+from clusterforge.spec import load_spec
 from clusterforge.term import safe
-
-GENERATED = Path("inventory/generated")
-
-
-def load_plan(spec: Path, out: Path = GENERATED) -> tuple[Any, Path]:
-    """Validate the spec, compile the plan and write the inventory; returns (Plan, inventory folder)."""
-    from clusterforge.plan import build_plan
-    from clusterforge.plan.outputs import write_outputs
-    from clusterforge.spec import load_spec
-
-    plan = build_plan(load_spec(spec))
-    return plan, write_outputs(plan, out)
-
-
-def pool_manager(plan_doc: dict[str, Any]) -> Any:
-    """The pool manager the spec names."""
-    from clusterforge.pool.cli import manager_for
-
-    return manager_for(plan_doc)
-
-
-def ensure_lab(plan_doc: dict[str, Any], console: Console) -> None:
-    if plan_doc["target"] != "lab":
-        return
-    from clusterforge.lab import Lab
-
-    console.print("[bold]»[/] lab up (idempotent)")
-    lab = Lab(plan_doc)
-    lab.up()
 
 
 def print_report(report: Any, console: Console) -> None:
@@ -74,18 +52,10 @@ def print_report(report: Any, console: Console) -> None:
 
 def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | None = None) -> int:
     """Provision SPEC; with `inventory` (e.g. written by `clusterforge inventory from-stack`) use it as is."""
-    from clusterforge.run.ansible import strategy_env
-    from clusterforge.run.provision import provision
-
     strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before the lab or any node is touched
     if inventory is not None:
-        from clusterforge.plan import build_plan
-        from clusterforge.spec import load_spec
-
         plan, inv = build_plan(load_spec(spec)), inventory
         if not (inv / "hosts.yml").is_file():
-            from clusterforge.errors import InputError, Problem
-
             raise InputError(
                 [
                     Problem(
@@ -100,8 +70,10 @@ def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | No
             )
     else:
         plan, inv = load_plan(spec)
-    ensure_lab(plan.doc, console)
-    report = provision(plan.doc, inv, opts, None if opts.check else pool_manager(plan.doc), console)
+    target = targets.for_plan(plan.doc)
+    target.prepare(plan.doc, console)
+    pool = None if opts.check else target.pool_manager(plan.doc)
+    report = provision(plan.doc, inv, opts, pool, console, target.environment(plan.doc))
     path = report.write()
     print_report(report, console)
     console.print(f"run record: {safe(path)}")

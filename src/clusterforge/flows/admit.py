@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from clusterforge.certify.results import NodeResult
-from clusterforge.certify.tools import missing_tools
+from clusterforge.pool import admission
+from clusterforge.pool.base import reason_for_checks, sanitize_reason
+from clusterforge.remote.tools import missing_tools
 
 FULL_RUN_REASON = "clusterforge: full certification in progress"
 
@@ -21,8 +23,6 @@ FULL_RUN_REASON = "clusterforge: full certification in progress"
 def drain_reason(res: NodeResult) -> str:
     """Why the node is out: unreachable; a missing tool (``cannot certify: <tool> missing (install: role
     R, tag T)``, not a hardware failure — checks that failed are counted after it); else the checks."""
-    from clusterforge.pool.base import reason_for_checks, sanitize_reason
-
     if res.unreachable:
         return sanitize_reason("clusterforge: unreachable (ssh.reachable)")
     gone = missing_tools(c.message for c in res.errored)
@@ -33,18 +33,6 @@ def drain_reason(res: NodeResult) -> str:
     if not ids:
         return sanitize_reason(f"clusterforge: {res.note or 'not certified'}")
     return reason_for_checks(ids)
-
-
-def pool_for(plan_doc: dict[str, Any]) -> Any:
-    """The plan's pool manager (slurm: the lab's slurm.conf for a lab), or None when not installed."""
-    from clusterforge.run.pipeline import pool_manager
-
-    manager = pool_manager(plan_doc)
-    if manager is None:
-        from clusterforge.pool.cli import manager_for
-
-        manager = manager_for(plan_doc)
-    return manager
 
 
 def drain_for_full_run(pool: Any, nodes: list[str], store: Any, run_id: str | None) -> list[str]:
@@ -59,8 +47,6 @@ def drain_for_full_run(pool: Any, nodes: list[str], store: Any, run_id: str | No
 
 def admit_or_drain(plan_doc: dict[str, Any], res: NodeResult, pool: Any, store: Any, run_id: str) -> str:
     """Apply the admission policy to one node after its run; returns what happened, for the report."""
-    from clusterforge.pool import admission
-
     if res.unreachable or not res.complete:
         reason = drain_reason(res)
         changed = pool.drain(res.node, reason)

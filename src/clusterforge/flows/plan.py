@@ -1,0 +1,24 @@
+"""The plan as every flow gets it: spec → plan → the inventory written with the target's variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clusterforge import targets
+from clusterforge.plan import Plan, build_plan
+from clusterforge.plan import outputs as plan_outputs
+from clusterforge.spec import load_spec
+
+GENERATED = Path("inventory/generated")
+
+
+def write_outputs(plan: Plan, out_root: Path, *, svg: bool = True) -> Path:
+    """`clusterforge.plan.outputs.write_outputs` with what the plan's target adds to the inventory."""
+    overrides = targets.for_plan(plan.doc).inventory_overrides(plan.doc)
+    return plan_outputs.write_outputs(plan, out_root, svg=svg, overrides=overrides)
+
+
+def load_plan(spec: Path, out: Path = GENERATED) -> tuple[Plan, Path]:
+    """Validate the spec, compile the plan and write the inventory; returns (Plan, inventory folder)."""
+    plan = build_plan(load_spec(spec))
+    return plan, write_outputs(plan, out, svg=True)
