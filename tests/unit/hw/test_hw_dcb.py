@@ -16,7 +16,10 @@ from clusterforge.hw import ParseError, dcb
 from .conftest import read_real
 
 # CONSTRUCTED (iproute2 dcb_pfc.c): `dcb -j pfc show dev eth0` after `prio-pfc all:off 3:on`
-PFC_JSON = '{"pfc_cap":8,"macsec_bypass":false,"delay":0,"prio_pfc":[false,false,false,true,false,false,false,false]}\n'
+PFC_JSON = (
+    '{"pfc_cap":8,"macsec_bypass":false,"delay":0,'
+    '"prio_pfc":[false,false,false,true,false,false,false,false]}\n'
+)
 # CONSTRUCTED (iproute2 dcb_apptrust.c): `dcb -j apptrust show dev eth0` after `order dscp pcp`
 APPTRUST_JSON = '{"order":["dscp","pcp"]}\n'
 

@@ -130,10 +130,13 @@ PENDING: dict[str, str] = {
 #: CONSTRUCTED from the tool's source code (the test module says which). A capture found later goes to
 #: tests/fixtures/real/ under the prefix named here (its parser is already in PARSERS) and leaves this list.
 CONSTRUCTED: dict[str, str] = {
-    "dcb-pfc-json": "dcb -j pfc show dev X (iproute2 dcb/dcb_pfc.c print code); test_hw_dcb.py",
-    "dcb-apptrust-json": "dcb -j apptrust show dev X (iproute2 dcb/dcb_apptrust.c print code); test_hw_dcb.py",
+    "dcb-pfc-json": "dcb -j pfc show dev X (iproute2 dcb/dcb_pfc.c print code), test_hw_dcb.py",
+    "dcb-apptrust-json": "dcb -j apptrust show dev X (dcb/dcb_apptrust.c print code), test_hw_dcb.py",
 }
-CONSTRUCTED_PARSERS: dict[str, Parser] = {"dcb-pfc-json": dcb.parse_pfc, "dcb-apptrust-json": dcb.parse_apptrust}
+CONSTRUCTED_PARSERS: dict[str, Parser] = {
+    "dcb-pfc-json": dcb.parse_pfc,
+    "dcb-apptrust-json": dcb.parse_apptrust,
+}
 
 #: Fixtures whose strict parse must fail, and why (from SOURCES.md); they parse with partial=True
 #: (or, for the ibpanic capture, with ibstat.parse_report).
@@ -187,7 +190,7 @@ def test_every_fixture_prefix_has_a_parser() -> None:
 
 
 def test_constructed_formats_have_parsers_and_no_real_capture_yet() -> None:
-    """A format tested only on constructed output has a parser; once a real capture lands it leaves the list."""
+    """A format tested only on constructed output has a parser; a real capture takes it off the list."""
     assert set(CONSTRUCTED) == set(CONSTRUCTED_PARSERS)
     captured = {_prefix(n) for n in _real_files()}
     assert not set(CONSTRUCTED) & captured, "a real capture exists: move its prefix to PARSERS"
