@@ -151,8 +151,8 @@ def app(cmd: str, q: dict[str, Any], args: list[str], opts: set[str]) -> str:
         elif cmd == "del":
             entries = [e for e in entries if e not in new]
         else:
-            keys = {d for d, _ in new}
-            entries = [e for e in entries if e[0] not in keys] + new
+            replaced = {d for d, _ in new}
+            entries = [e for e in entries if e[0] not in replaced] + new
         _set_app(q, entries)
         return ""
     if cmd == "flush":
@@ -162,8 +162,8 @@ def app(cmd: str, q: dict[str, Any], args: list[str], opts: set[str]) -> str:
         raise DcbError(f'Unknown command "{cmd}"')
     if not entries or (p and "dscp-prio" not in p):
         return _print({}, [], opts)
-    keys = [str(d) if "-N" in opts else DSCP_NAMES.get(d, str(d)) for d, _ in entries]
-    text = ["dscp-prio " + " ".join(f"{k}:{pr}" for k, (_, pr) in zip(keys, entries, strict=True))]
+    names = [str(d) if "-N" in opts else DSCP_NAMES.get(d, str(d)) for d, _ in entries]
+    text = ["dscp-prio " + " ".join(f"{k}:{pr}" for k, (_, pr) in zip(names, entries, strict=True))]
     return _print({"dscp_prio": entries}, text, opts)
 
 
