@@ -55,7 +55,8 @@ def test_dcb_path_converges_on_the_simulated_nic(tmp_path: Path) -> None:
     rc, out = _run(tmp_path, node, "--check", "--qos-only")
     assert rc == 0 and f"DRIFT {DEV} pfc before=0,0,0,0,0,0,0,0 after=0,0,0,1,0,0,0,0" in out, out
     assert f"DRIFT {DEV} dscp26 before=none after=3" in out
-    assert dcb.parse_pfc(node.ok("dcb", "-j", "pfc", "show", "dev", DEV)).priorities == ()  # --check changed nothing
+    # --check changed nothing
+    assert dcb.parse_pfc(node.ok("dcb", "-j", "pfc", "show", "dev", DEV)).priorities == ()
     rc, out = _run(tmp_path, node, "--apply", "--qos-only")
     assert rc == 0 and f"CHANGED {DEV} pfc" in out, out
     assert dcb.parse_pfc(node.ok("dcb", "-j", "pfc", "show", "dev", DEV)).priorities == (3,)

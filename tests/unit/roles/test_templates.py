@@ -216,17 +216,14 @@ def test_roce_qos_conf() -> None:
 
 
 def test_qos_comes_from_the_compiled_desired_state() -> None:
-    """The role takes the PFC vector, the QoS tool and each rail's MTU from clusterforge_desired as they are."""
-    q = "clusterforge_desired.rails[0].qos"
+    """The role takes the PFC vector, the QoS tool and each rail's MTU from clusterforge_desired as is."""
+    d = "clusterforge_desired"
+    rail0 = f"{d}.rails[0] | combine({{'netdev_mtu': 4200, 'qos': {d}.rails[0].qos"
+    rail0 += " | combine({'pfc_vector': [0, 0, 0, 0, 0, 1, 0, 0]})})"
+    rdma = f"{d}.rdma | combine({{'qos_tool': 'dcb'}})"
     out = render(
         "rdma",
-        variables={
-            "clusterforge_desired": (
-                "{{ clusterforge_desired | combine({'rdma': clusterforge_desired.rdma | combine({'qos_tool': 'dcb'})"
-                ", 'rails': [clusterforge_desired.rails[0] | combine({'netdev_mtu': 4200, 'qos': " + q
-                + " | combine({'pfc_vector': [0, 0, 0, 0, 0, 1, 0, 0]})})] + clusterforge_desired.rails[1:]}) }}"
-            )
-        },
+        variables={d: f"{{{{ {d} | combine({{'rdma': {rdma}, 'rails': [{rail0}] + {d}.rails[1:]}}) }}}}"},
         expressions={"pfc": "{{ _rdma_pfc }}", "tool": "{{ _rdma_qos_tool }}", "mtu": "{{ _rdma_want }}"},
         templates={"conf": "templates/roce-qos.conf.j2"},
     )

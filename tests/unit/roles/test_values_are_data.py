@@ -224,7 +224,8 @@ def test_roce_qos_script_with_dcb_passes_values_literally(tmp_path: Path, clean:
 )
 def test_roce_qos_script_refuses_bad_lines_before_anything(tmp_path: Path, line: str, clean: object) -> None:
     (tmp_path / "net" / "eth0").mkdir(parents=True)
-    rc, out, calls = boot_script(tmp_path, *QOS, GOOD_QOS + "RAIL=eth0,mlx5_0,1,-,9000\n" + line + "\n", "--apply")
+    conf = GOOD_QOS + "RAIL=eth0,mlx5_0,1,-,9000\n" + line + "\n"
+    rc, out, calls = boot_script(tmp_path, *QOS, conf, "--apply")
     assert rc == 2 and "ERROR" in out and calls == [], (rc, out, calls)
 
 
