@@ -1,7 +1,9 @@
 """Compute NICs per rail against the plan: HCA present, port Active/LinkUp at the SKU rate and link layer,
 error counters, netdev address and MTU, GPU↔NIC NUMA affinity; GPUDirect (nvidia_peermem), IOMMU
-passthrough; on RoCE: DSCP trust, PFC on the lossless priority only, ECN, RoCE v2 GID, RDMA-CM ToS and the
-QoS unit that applies them at boot."""
+passthrough; on RoCE: DSCP trust, PFC on the lossless priority only, DSCP->priority, ECN, the CNP DSCP and
+802.1p priority, RoCE v2 GID, RDMA-CM ToS and the QoS unit that applies them at boot. QoS is read with the
+tool the node's RDMA stack applies it with (plan.json `desired.rdma.qos_tool`): mlnx_qos (DOCA-OFED) or
+iproute2's dcb (inbox)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from clusterforge.certify.checks import (
     read_many_cmd,
 )
 from clusterforge.certify.fixes import hint
-from clusterforge.hw import ibstat, ibv_devinfo, mlnx_qos
+from clusterforge.hw import dcb, ibstat, ibv_devinfo, mlnx_qos
 from clusterforge.hw.nvidia_smi import parse_topo
 from clusterforge.plan.expect import NodeExpect, Rail
 from clusterforge.remote.commands import argv, shell
@@ -43,6 +45,31 @@ def qos_show(unit: str) -> str:
 
 def qos_cmd(r: Rail) -> str:
     return argv("mlnx_qos", "-i", r.netdev)
+
+
+def dcb_cmds(r: Rail) -> list[str]:
+    """PFC, the APP table and (iproute2 6.2+, where the driver has it) the trust order, as JSON."""
+    return [
+        argv("dcb", "-j", "pfc", "show", "dev", r.netdev),
+        argv("dcb", "-j", "app", "show", "dev", r.netdev),
+        shell("dcb -j apptrust show dev {} 2>/dev/null || true", r.netdev),
+    ]
+
+
+def qos_cmds(node: NodeExpect, r: Rail) -> list[str]:
+    return dcb_cmds(r) if node.desired["rdma"]["qos_tool"] == "dcb" else [qos_cmd(r)]
+
+
+def cnp_cmds(node: NodeExpect, r: Rail) -> list[tuple[str, str, str]]:
+    """(setting, candidate path, command) for the CNP DSCP and 802.1p priority files, in the order the
+    role tries them (plan.json `desired.rdma.cnp_*_paths`, {netdev} and {pci} substituted)."""
+    rdma = node.desired["rdma"]
+    out = []
+    for setting, key in (("cnp_dscp", "cnp_dscp_paths"), ("cnp_priority", "cnp_prio_paths")):
+        for tpl in rdma[key]:
+            path = tpl.replace("{netdev}", r.netdev).replace("{pci}", r.pci or "-")
+            out.append((setting, path, shell("cat {} 2>/dev/null || echo absent", path)))
+    return out
 
 
 def netdev_cmds(r: Rail) -> list[str]:
@@ -85,7 +112,8 @@ def commands(node: NodeExpect) -> list[str]:
         ]
         if node.roce:
             q = node.rail_desired(r.index)["qos"]
-            cmds += [qos_cmd(r), *ecn_cmds(r, int(q["lossless_priority"])), tos_cmd(r)]
+            cmds += [*qos_cmds(node, r), *ecn_cmds(r, int(q["lossless_priority"])), tos_cmd(r)]
+            cmds += [c for _, _, c in cnp_cmds(node, r)]
             if "nccl_ib_gid_index" in node.knobs:
                 cmds += gid_cmds(r, node.knobs["nccl_ib_gid_index"])
     if node.roce:
@@ -236,16 +264,36 @@ def _prio(qos: mlnx_qos.MlnxQos, dscp: int) -> str:
         return "unmapped"
 
 
+def _qos_mlnx(probe: Probe, r: Rail, dscps: list[int]) -> tuple[str, list[int], dict[int, str]]:
+    qos = probe.parse(qos_cmd(r), mlnx_qos.parse)
+    return qos.trust_state, list(qos.pfc_priorities), {d: _prio(qos, d) for d in dscps}
+
+
+def _qos_dcb(probe: Probe, r: Rail, dscps: list[int]) -> tuple[str, list[int], dict[int, str]]:
+    pfc_cmd, app_cmd, trust_cmd = dcb_cmds(r)
+    pfc = probe.parse(pfc_cmd, dcb.parse_pfc)
+    app = probe.parse(app_cmd, dcb.parse_app)
+    trust_text = probe.run(trust_cmd)
+    if trust_text.strip():
+        trust = (dcb.parse_apptrust(trust_text) or ("none",))[0]
+    else:  # no `dcb apptrust` (iproute2 < 6.2, or the driver): mlx5 trusts DSCP while it has DSCP APP entries
+        trust = "dscp" if app.dscp_prio else "pcp"
+    maps = {d: ",".join(map(str, app.prios_of_dscp(d))) or "unmapped" for d in dscps}
+    return trust, list(pfc.priorities), maps
+
+
 @roce_only
 def test_roce_qos(node: NodeExpect, probe: Probe, rail: int) -> None:
     """Trust DSCP; PFC on the lossless priority only; RoCE and CNP DSCPs map to their priorities."""
     r, q = _rail(node, rail), node.rail_desired(rail)["qos"]
-    qos = probe.parse(qos_cmd(r), mlnx_qos.parse)
-    prio, cnp = int(q["lossless_priority"]), int(q["cnp_priority"])
-    maps = " ".join(f"{d}->{_prio(qos, int(d))}" for d in (q["dscp"], q["cnp_dscp"]))
-    want = f"trust {q['trust']}, PFC on {q['pfc_priorities']}, {q['dscp']}->{prio} {q['cnp_dscp']}->{cnp}"
-    found = f"trust {qos.trust_state}, PFC on {list(qos.pfc_priorities)}, {maps}"
-    expect(found == want, f"{r.netdev} QoS (rail {rail})", want, found, hint("roce_qos", node.name))
+    tool = node.desired["rdma"]["qos_tool"]
+    want_map = {int(d): str(p) for d, p in sorted(q["dscp2prio"].items(), key=lambda kv: int(kv[0]))}
+    read = _qos_dcb if tool == "dcb" else _qos_mlnx
+    trust, pfc, maps = read(probe, r, list(want_map))
+    want = f"trust {q['trust']}, PFC on {q['pfc_priorities']}, "
+    want += " ".join(f"{d}->{p}" for d, p in want_map.items())
+    found = f"trust {trust}, PFC on {pfc}, " + " ".join(f"{d}->{maps[d]}" for d in want_map)
+    expect(found == want, f"{r.netdev} QoS ({tool}, rail {rail})", want, found, hint("roce_qos", node.name))
 
 
 @roce_only
@@ -261,6 +309,31 @@ def test_roce_ecn(node: NodeExpect, probe: Probe, rail: int) -> None:
         f"np={np_} rp={rp}",
         hint("roce_qos", node.name),
     )
+
+
+@roce_only
+def test_roce_cnp(node: NodeExpect, probe: Probe, rail: int) -> None:
+    """The CNP DSCP and 802.1p priority the driver uses, from the first file that exists of the candidates
+    the rdma role writes (MLNX_OFED/DOCA ECN sysfs, then mlx5 debugfs)."""
+    r, q = _rail(node, rail), node.rail_desired(rail)["qos"]
+    found: dict[str, str] = {}
+    tried: dict[str, list[str]] = {}
+    for setting, path, cmd in cnp_cmds(node, r):
+        tried.setdefault(setting, []).append(path)
+        if setting not in found:
+            value = probe.run(cmd).strip()
+            if value != "absent":
+                found[setting] = value
+    missing = [s for s in ("cnp_dscp", "cnp_priority") if s not in found]
+    if missing:
+        raise CheckError(
+            f"{r.netdev}: cannot certify the CNP settings: no file for "
+            + "; ".join(f"{s} (tried {', '.join(tried[s])})" for s in missing)
+            + " - the driver does not expose them here (MLNX_OFED/DOCA ECN sysfs, or mlx5 debugfs mounted)"
+        )
+    want = f"dscp {q['cnp_dscp']}, 802.1p priority {q['cnp_priority']}"
+    got = f"dscp {found['cnp_dscp']}, 802.1p priority {found['cnp_priority']}"
+    expect(got == want, f"{r.netdev} CNP (rail {rail})", want, got, hint("roce_qos", node.name))
 
 
 def roce_gid(ip: str) -> str:

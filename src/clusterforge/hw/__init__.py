@@ -6,6 +6,7 @@ than returning defaults. One module per tool; see ``docs/hw-parsers.md``.
 
 from . import (
     cpupower,
+    dcb,
     dcgmi,
     ibdev2netdev,
     iblinkinfo,
@@ -38,6 +39,7 @@ from .errors import ParseError
 __all__ = [
     "ParseError",
     "cpupower",
+    "dcb",
     "dcgmi",
     "ibdev2netdev",
     "iblinkinfo",

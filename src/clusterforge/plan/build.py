@@ -16,7 +16,7 @@ from typing import Any
 
 from clusterforge.errors import InputError
 from clusterforge.plan.addressing import Allocator, mac_parts, management_ips
-from clusterforge.plan.desired import IPOIB_MTU, node_desired
+from clusterforge.plan.desired import netdev_mtu, node_desired
 from clusterforge.plan.digest import canonical_json, sha256_of
 from clusterforge.plan.fabric import Fabric, FabricInput, plan_fabric
 from clusterforge.spec.layout import node_slots, rack_name
@@ -230,7 +230,7 @@ def build_plan(spec: Spec) -> Plan:
         entry = entries.get(s.name)
         macs = entry.macs if entry else {}
         nics = sku.compute_nics
-        mtu = c.tuning.roce.mtu if ftype == "roce" else IPOIB_MTU
+        mtu = netdev_mtu(nics.link_layer, tuning)  # the compiled desired state's, carried for addressing
         mac_hi, mac_lo = mac_parts(s.ordinal)
         rails = []
         for r in nics.rails:
@@ -274,7 +274,7 @@ def build_plan(spec: Spec) -> Plan:
             "rails": rails,
         }
         if pool.sku not in desired:  # a function of the SKU (its rails, CPU) and the tuning: compiled once
-            d = node_desired(skus[pool.sku], tuning, rails)
+            d = node_desired(skus[pool.sku], tuning, rails, software)
             desired[pool.sku] = (d, sha256_of(d))
         node["desired"], desired_digest = desired[pool.sku]
         bmc = node["bmc"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-DESIRED_VERSION = "clusterforge-desired/1"
+DESIRED_VERSION = "clusterforge-desired/2"
 
 # IPoIB datagram mode: the 4096-byte IB MTU less the 4-byte IPoIB encapsulation header (the netdev MTU).
 IPOIB_MTU = 4092
@@ -22,6 +22,18 @@ IB_PORT_MTU = 4096
 # + XRC 4 + AtomicETH 28 + ICRC 4 = 96 bytes, include/rdma/ib_addr.h iboe_get_mtu).
 ROCE_HEADER_BYTES = 96
 IB_MTUS = (4096, 2048, 1024, 512, 256)
+# RDMA-CM's default RoCE mode for rdma_cm connections (configfs default_roce_mode).
+ROCE_MODE = "RoCE v2"
+# Where a driver exposes the CNP DSCP / 802.1p priority of a RoCE port: MLNX_OFED/DOCA's ECN sysfs, then
+# the upstream mlx5 debugfs congestion-control parameters. First existing path wins.
+CNP_DSCP_PATHS = (
+    "/sys/class/net/{netdev}/ecn/roce_np/cnp_dscp",
+    "/sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_dscp",
+)
+CNP_PRIO_PATHS = (
+    "/sys/class/net/{netdev}/ecn/roce_np/cnp_802p_prio",
+    "/sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_prio",
+)
 
 HUGE_KB = {"1G": 1048576, "2M": 2048}
 
@@ -118,37 +130,71 @@ def port_mtu(link_layer: str, netdev_mtu: int) -> int:
 
 def roce_qos(tuning: dict[str, Any]) -> dict[str, Any]:
     """A RoCE rail's lossless QoS (tuning-facts §3): trust DSCP, PFC on the lossless priority only, the
-    RoCE and CNP DSCPs mapped to their priorities, ECN on the lossless priority, the RDMA-CM ToS."""
+    RoCE and CNP DSCPs mapped to their priorities (``dscp2prio``: only these two entries are set), ECN on
+    the lossless priority, the CNP DSCP and 802.1p priority, the RDMA-CM default ToS and RoCE mode."""
     q = tuning["roce"]
+    prio, cnp_prio = int(q["lossless_priority"]), int(q["cnp_priority"])
+    dscp, cnp_dscp = int(q["dscp"]), int(q["cnp_dscp"])
     return {
         "trust": "dscp",
-        "pfc_priorities": [int(q["lossless_priority"])],
-        "lossless_priority": int(q["lossless_priority"]),
-        "dscp": int(q["dscp"]),
-        "cnp_dscp": int(q["cnp_dscp"]),
-        "cnp_priority": int(q["cnp_priority"]),
+        "pfc_priorities": [prio],
+        "pfc_vector": [1 if p == prio else 0 for p in range(8)],
+        "lossless_priority": prio,
+        "dscp": dscp,
+        "cnp_dscp": cnp_dscp,
+        "cnp_priority": cnp_prio,
+        "dscp2prio": {str(d): p for d, p in sorted({dscp: prio, cnp_dscp: cnp_prio}.items())},
         "ecn": bool(q["ecn"]),
         "tos": int(q["tos"]),
+        "roce_mode": ROCE_MODE,
+    }
+
+
+def netdev_mtu(link_layer: str, tuning: dict[str, Any]) -> int:
+    """The MTU of a rail netdev: the spec's RoCE MTU on Ethernet, the IPoIB datagram MTU on InfiniBand."""
+    return int(tuning["roce"]["mtu"]) if link_layer == "Ethernet" else IPOIB_MTU
+
+
+def rdma_desired(software: dict[str, Any] | None) -> dict[str, Any]:
+    """The RDMA stack (``software.rdma``) and the tool that applies and reads RoCE QoS with it: mlnx_qos
+    (mlnx-tools) on DOCA-OFED, iproute2's ``dcb`` on the distribution's inbox rdma-core. Also where the
+    drivers expose the CNP DSCP / 802.1p priority, first existing path wins (``{netdev}``, ``{pci}``
+    substituted): the role writes and the validator reads the same files."""
+    rdma = (software or {}).get("rdma") or {}
+    stack = "doca-ofed" if rdma.get("stack") == "doca-ofed" else "inbox"
+    return {
+        "stack": stack,
+        "version": str(rdma.get("version") or ""),
+        "qos_tool": "mlnx_qos" if stack == "doca-ofed" else "dcb",
+        "cnp_dscp_paths": list(CNP_DSCP_PATHS),
+        "cnp_prio_paths": list(CNP_PRIO_PATHS),
     }
 
 
 def rail_desired(rail: dict[str, Any], tuning: dict[str, Any]) -> dict[str, Any]:
     ethernet = rail["link_layer"] == "Ethernet"
-    netdev_mtu = int(tuning["roce"]["mtu"]) if ethernet else IPOIB_MTU
+    mtu = netdev_mtu(rail["link_layer"], tuning)
     return {
         "index": int(rail["index"]),
         "netdev": rail["netdev"],
         "hca": rail["hca"],
         "port": int(rail.get("port", 1)),
-        "netdev_mtu": netdev_mtu,
-        "port_mtu": port_mtu(rail["link_layer"], netdev_mtu),
+        "link_layer": rail["link_layer"],
+        "netdev_mtu": mtu,
+        "port_mtu": port_mtu(rail["link_layer"], mtu),
         "qos": roce_qos(tuning) if ethernet else None,
     }
 
 
-def node_desired(sku: dict[str, Any], tuning: dict[str, Any], rails: list[dict[str, Any]]) -> dict[str, Any]:
+def node_desired(
+    sku: dict[str, Any],
+    tuning: dict[str, Any],
+    rails: list[dict[str, Any]],
+    software: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The desired state of a node of ``sku`` (the plan's SKU entry) with ``rails`` (its plan rails, or the
-    SKU's rails: only index, netdev, hca, port and link_layer are read) under the cluster's ``tuning``."""
+    SKU's rails: only index, netdev, hca, port and link_layer are read) under the cluster's ``tuning`` and
+    ``software`` pins (only ``software.rdma`` is read)."""
     vendor = cpu_vendor(sku)
     hp = hugepages(tuning, numa_nodes(sku))
     return {
@@ -171,5 +217,6 @@ def node_desired(sku: dict[str, Any], tuning: dict[str, Any], rails: list[dict[s
             "tuned_profile": tuning.get("tuned_profile") or None,
         },
         "pcie": {"acs_disable": bool(tuning["acs_disable"])},
+        "rdma": rdma_desired(software),
         "rails": [rail_desired(r, tuning) for r in sorted(rails, key=lambda r: int(r["index"]))],
     }

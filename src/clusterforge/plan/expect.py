@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-DESIRED_VERSION = "clusterforge-desired/1"  # plan/desired.py writes it; the validators read this version
+DESIRED_VERSION = "clusterforge-desired/2"  # plan/desired.py writes it; the validators read this version
 
 
 @dataclass(frozen=True)

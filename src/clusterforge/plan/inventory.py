@@ -64,7 +64,7 @@ def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[st
     """Cluster-wide facts plus the role knobs derived from the spec (docs/contracts.md), then what the
     target adds (`overrides`)."""
     d = plan.doc
-    t, sw, roce = d["tuning"], d["software"], d["tuning"]["roce"]
+    t, sw = d["tuning"], d["software"]
     out: dict[str, Any] = {
         "clusterforge_cluster": d["cluster"],
         "clusterforge_plan_hash": d["plan_hash"],
@@ -76,11 +76,8 @@ def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[st
         "clusterforge_certification": {k: v for k, v in d["certification"].items() if k != "thresholds"},
         "clusterforge_rollout_serial": d["rollout"]["serial"],
         "clusterforge_rollout_max_fail_percentage": d["rollout"]["max_fail_percentage"],
-        # kernel command line, hugepages, THP and sysctls: compiled per SKU (clusterforge_desired)
-        "os_tuning_cstate_max": t["cstate_max"],
-        "os_tuning_governor": t["governor"],
-        "os_tuning_tuned_profile": t["tuned_profile"] or "",
-        "os_tuning_irqbalance_enabled": t["irqbalance"],
+        # kernel command line, hugepages, C-states, governor, THP, sysctls, limits, services, ACS, the RDMA
+        # stack, rail MTUs and RoCE QoS: compiled per SKU (clusterforge_desired, plan/desired.py), not knobs
         "os_tuning_time_servers": t["time_servers"],
         "nvidia_gpu_driver_branch": sw["nvidia_driver"]["branch"],
         "nvidia_gpu_driver_version": sw["nvidia_driver"]["version"],
@@ -88,23 +85,13 @@ def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[st
         "nvidia_gpu_cuda_version": sw["cuda"],
         "nvidia_gpu_ecc_enabled": t["ecc"],
         "nvidia_gpu_mig_enabled": t["mig"],
-        "nvidia_gpu_acs_disable": t["acs_disable"],
         "rdma_rails": "{{ clusterforge_rails }}",
-        "rdma_roce_lossless_priority": roce["lossless_priority"],
-        "rdma_roce_dscp": roce["dscp"],
-        "rdma_roce_cnp_dscp": roce["cnp_dscp"],
-        "rdma_roce_cnp_priority": roce["cnp_priority"],
-        "rdma_roce_mtu": roce["mtu"],
-        "rdma_roce_ecn": roce["ecn"],
-        "rdma_roce_tos": roce["tos"],
         "rdma_ipoib_addresses": True,
         "nccl_socket_ifname": "{{ clusterforge_mgmt_netdev }}",
         "nccl_net_gdr_level": "PXB",
         "nccl_version": sw["nccl"],
         "nccl_cuda_version": sw["cuda"],
         **benchmarks_vars(sw),
-        "rdma_stack": "doca-ofed" if sw["rdma"]["stack"] == "doca-ofed" else "inbox",
-        "rdma_stack_version": sw["rdma"]["version"],
         **repository_vars(sw.get("repositories") or {}),
     }
     overrides = overrides or InventoryOverrides()

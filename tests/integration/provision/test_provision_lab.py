@@ -74,9 +74,13 @@ def test_every_setting_is_observable_on_the_nodes(provisioned_lab: Any) -> None:
         )
         if n["fabric_type"] == "roce":
             r0 = n["rails"][0]["netdev"]
-            qos = sh(p, name, f"mlnx_qos -i {r0}")
-            assert "Priority trust state: dscp" in qos
-            assert re.search(r"enabled\s+0\s+0\s+0\s+1\s+0\s+0\s+0\s+0", qos), qos
+            if n["desired"]["rdma"]["qos_tool"] == "dcb":  # inbox stack: iproute2's dcb, no mlnx_qos
+                assert "3:on" in sh(p, name, f"dcb pfc show dev {r0} prio-pfc")
+                assert sh(p, name, f"dcb -N app show dev {r0}").split()[1:] == ["26:3", "48:6"]
+            else:
+                qos = sh(p, name, f"mlnx_qos -i {r0}")
+                assert "Priority trust state: dscp" in qos
+                assert re.search(r"enabled\s+0\s+0\s+0\s+1\s+0\s+0\s+0\s+0", qos), qos
             assert sh(p, name, f"cat /sys/class/net/{r0}/mtu").strip() == "9000"
             assert sh(p, name, f"cat /sys/class/net/{r0}/ecn/roce_np/enable/3").strip() == "1"
             assert "NCCL_IB_TC=106" in nccl and "NCCL_IB_GID_INDEX=3" in nccl
@@ -97,13 +101,23 @@ def _changes(p: Any) -> list[tuple[str, str, str, list[str]]]:
     roce = next(n for n in p.doc["nodes"] if n["fabric_type"] == "roce")
     ib = next(n for n in p.doc["nodes"] if n["fabric_type"] == "infiniband")
     r = [x["netdev"] for x in roce["rails"]]
-    return [
+    pfc_off = (
         (
+            roce["name"],
+            f"dcb pfc set dev {r[0]} prio-pfc all:off",
+            f"dcb pfc show dev {r[0]} prio-pfc | grep -q '3:off'",
+            ["RoCE QoS with dcb"],
+        )
+        if roce["desired"]["rdma"]["qos_tool"] == "dcb"
+        else (
             roce["name"],
             f"mlnx_qos -i {r[0]} --pfc 0,0,0,0,0,0,0,0 >/dev/null",
             f"mlnx_qos -i {r[0]} | grep -E 'enabled +0 +0 +0 +0 '",
             ["PFC enabled only on the lossless priority"],
-        ),
+        )
+    )
+    return [
+        pfc_off,
         (
             roce["name"],
             f"ip link set {r[1]} mtu 1500",

@@ -13,6 +13,7 @@ import pytest
 from clusterforge.hw import (
     ParseError,
     cpupower,
+    dcb,
     dcgmi,
     ibdev2netdev,
     iblinkinfo,
@@ -54,6 +55,7 @@ def _query_csv(text: str, *, partial: bool = False) -> Any:
 PARSERS: dict[str, Parser] = {
     "cpupower-frequency-info": cpupower.parse_cpupower_frequency_info,
     "cpupower-idle-info": cpupower.parse_cpupower_idle_info,
+    "dcb-app-json": dcb.parse_app,
     "dcgmi-diag": dcgmi.parse_diag,
     "dcgmi-diag-json": dcgmi.parse_diag,
     "dmesg-aer": xid.parse,
@@ -124,6 +126,18 @@ PENDING: dict[str, str] = {
     "sonic-show-queue-counters": "#19 switch read-back",
 }
 
+#: Output formats a parser reads that no public source has a real capture of yet: tested only on outputs
+#: CONSTRUCTED from the tool's source code (the test module says which). A capture found later goes to
+#: tests/fixtures/real/ under the prefix named here (its parser is already in PARSERS) and leaves this list.
+CONSTRUCTED: dict[str, str] = {
+    "dcb-pfc-json": "dcb -j pfc show dev X (iproute2 dcb/dcb_pfc.c print code), test_hw_dcb.py",
+    "dcb-apptrust-json": "dcb -j apptrust show dev X (dcb/dcb_apptrust.c print code), test_hw_dcb.py",
+}
+CONSTRUCTED_PARSERS: dict[str, Parser] = {
+    "dcb-pfc-json": dcb.parse_pfc,
+    "dcb-apptrust-json": dcb.parse_apptrust,
+}
+
 #: Fixtures whose strict parse must fail, and why (from SOURCES.md); they parse with partial=True
 #: (or, for the ibpanic capture, with ibstat.parse_report).
 STRICT_FAILS: dict[str, str] = {
@@ -173,6 +187,13 @@ def test_every_fixture_prefix_has_a_parser() -> None:
     unclaimed = {_prefix(n) for n in _real_files() + _local_files() if _prefix(n) not in PARSERS}
     assert unclaimed == set(PENDING), "a capture with no parser must be listed in PENDING (and leave it)"
     assert not set(PENDING) & set(PARSERS), "a prefix with a parser is no longer pending"
+
+
+def test_constructed_formats_have_parsers_and_no_real_capture_yet() -> None:
+    """A format tested only on constructed output has a parser; a real capture takes it off the list."""
+    assert set(CONSTRUCTED) == set(CONSTRUCTED_PARSERS)
+    captured = {_prefix(n) for n in _real_files()}
+    assert not set(CONSTRUCTED) & captured, "a real capture exists: move its prefix to PARSERS"
 
 
 def test_every_fixture_is_cited_by_a_value_test() -> None:

@@ -55,6 +55,9 @@ def test_host_and_group_vars_resolve(lab_inventory) -> None:
     assert (roce["nccl_ib_tc"], roce["nccl_ib_gid_index"]) == (106, 3)
     assert "nccl_ib_tc" not in ib and "nccl_ib_gid_index" not in ib
     # cluster-wide, through group_vars/all.yml
-    assert roce["os_tuning_cstate_max"] == ib["os_tuning_cstate_max"] == 1
+    assert roce["os_tuning_time_servers"] == ib["os_tuning_time_servers"]
+    # the compiled desired state per SKU (group_vars/sku_*.yml): QoS on RoCE rails only
+    assert roce["clusterforge_desired"]["rails"][0]["qos"]["pfc_vector"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert ib["clusterforge_desired"]["rails"][0]["qos"] is None
     assert roce["clusterforge_plan_hash"] == ib["clusterforge_plan_hash"]
     assert roce["ansible_user"] == "root"

@@ -46,9 +46,9 @@ def _site(run_ansible: Runner, *extra: str):
             "value of os_tuning_governor_missing must be one of: warn, fail, got: bogus",
         ),
         ("nvidia_gpu_driver_source", "tarball", "nvidia_gpu_driver_source must be one of: package, image"),
-        ("rdma_roce_lossless_priority", "9", "rdma_roce_lossless_priority must be one of"),
+        ("rdma_cnp_missing", "bogus", "rdma_cnp_missing must be one of"),
         ("nccl_net_gdr_level", "FAR", "nccl_net_gdr_level must be one of"),
-        ("os_tuning_cstate_max", "lots", "os_tuning_cstate_max"),
+        ("rdma_netdev_wait_s", "lots", "rdma_netdev_wait_s"),
     ],
 )
 def test_bad_knob_fails_in_preflight_before_any_role_task(

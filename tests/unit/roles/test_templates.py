@@ -135,7 +135,7 @@ def test_cpuidle_attributes_cover_states_deeper_than_the_limit() -> None:
     out = render(
         "os_tuning",
         expressions={"a": "{{ _os_tuning_cpuidle_attrs }}"},
-        variables={"os_tuning_cstate_max": 2},
+        variables={"_os_tuning_cstate_max": "{{ 2 if clusterforge_desired.cpu.cstate_max else 0 }}"},
     )["a"]
     assert [a["path"] for a in out][:2] == [
         "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state3/disable",
@@ -193,9 +193,12 @@ def test_roce_qos_conf() -> None:
     out = render("rdma", templates={"conf": "templates/roce-qos.conf.j2"})["conf"]
     body = [line for line in out.splitlines() if not line.startswith("#")]
     assert body == [
+        "QOS_TOOL=mlnx_qos",
         "TRUST=dscp",
         "PFC=0,0,0,1,0,0,0,0",
         "PRIORITY=3",
+        "DSCP_PRIO=26:3",
+        "DSCP_PRIO=48:6",
         "ECN=1",
         "ECN_MISSING=fail",
         "CNP_DSCP=48",
@@ -206,16 +209,26 @@ def test_roce_qos_conf() -> None:
         "CNP_PRIO_PATH=/sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_prio",
         "ROCE_TOS=106",
         "ROCE_MODE=RoCE v2",
-        "MTU=9000",
         "WAIT_S=60",
-        "RAIL=enp24s0np0,mlx5_0,1,0000:18:00.0",
-        "RAIL=enp64s0np0,mlx5_1,1,0000:40:00.0",
+        "RAIL=enp24s0np0,mlx5_0,1,0000:18:00.0,9000",
+        "RAIL=enp64s0np0,mlx5_1,1,0000:40:00.0,9000",
     ]
 
 
-def test_pfc_vector_follows_the_lossless_priority() -> None:
-    out = render("rdma", variables={"rdma_roce_lossless_priority": 5}, expressions={"pfc": "{{ _rdma_pfc }}"})
-    assert out["pfc"] == "0,0,0,0,0,1,0,0"
+def test_qos_comes_from_the_compiled_desired_state() -> None:
+    """The role takes the PFC vector, the QoS tool and each rail's MTU from clusterforge_desired as is."""
+    d = "clusterforge_desired"
+    rail0 = f"{d}.rails[0] | combine({{'netdev_mtu': 4200, 'qos': {d}.rails[0].qos"
+    rail0 += " | combine({'pfc_vector': [0, 0, 0, 0, 0, 1, 0, 0]})})"
+    rdma = f"{d}.rdma | combine({{'qos_tool': 'dcb'}})"
+    out = render(
+        "rdma",
+        variables={d: f"{{{{ {d} | combine({{'rdma': {rdma}, 'rails': [{rail0}] + {d}.rails[1:]}}) }}}}"},
+        expressions={"pfc": "{{ _rdma_pfc }}", "tool": "{{ _rdma_qos_tool }}", "mtu": "{{ _rdma_want }}"},
+        templates={"conf": "templates/roce-qos.conf.j2"},
+    )
+    assert (out["pfc"], out["tool"]) == ("0,0,0,0,0,1,0,0", "dcb")
+    assert "QOS_TOOL=dcb\n" in out["conf"] and "RAIL=enp24s0np0,mlx5_0,1,0000:18:00.0,4200\n" in out["conf"]
 
 
 def test_rail_selection_by_link_layer() -> None:

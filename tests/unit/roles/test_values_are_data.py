@@ -161,7 +161,7 @@ def boot_script(
     (tmp / "conf").write_text(conf)
     (tmp / "s.sh").write_text(text)
     bin_dir = fake_tools(
-        tmp / "bin", ["mlnx_qos", "ip", "modprobe", "mount", "mountpoint", "setpci", "lspci"]
+        tmp / "bin", ["mlnx_qos", "dcb", "ip", "modprobe", "mount", "mountpoint", "setpci", "lspci"]
     )
     log = tmp / "log"
     p = subprocess.run(
@@ -177,25 +177,43 @@ def boot_script(
 
 
 QOS = ("rdma", "templates/clusterforge-roce-qos.sh.j2", "/etc/clusterforge/roce-qos.conf")
-GOOD_QOS = "TRUST=dscp\nPFC=0,0,0,1,0,0,0,0\nPRIORITY=3\nECN=1\nECN_MISSING=warn\nWAIT_S=0\nMTU=9000\n"
+GOOD_QOS = "TRUST=dscp\nPFC=0,0,0,1,0,0,0,0\nPRIORITY=3\nDSCP_PRIO=26:3\nECN=1\nECN_MISSING=warn\nWAIT_S=0\n"
 
 
 def test_roce_qos_script_passes_rail_values_literally(tmp_path: Path, clean: object) -> None:
     netdev = "a-b.c@d+1"  # odd but valid: reaches the tools as one argument
     (tmp_path / "net" / netdev).mkdir(parents=True)
-    _rc, out, calls = boot_script(tmp_path, *QOS, GOOD_QOS + f"RAIL={netdev},mlx5_0,1,-\n", "--check")
+    _rc, out, calls = boot_script(tmp_path, *QOS, GOOD_QOS + f"RAIL={netdev},mlx5_0,1,-,9000\n", "--check")
     assert ["mlnx_qos", "-i", netdev] in calls, (out, calls)
     assert ["ip", "-o", "link", "show", "dev", netdev] in calls
     assert f"DRIFT {netdev} trust before=none after=dscp" in out
+    assert f"DRIFT {netdev} mtu before=none after=9000" in out
+
+
+def test_roce_qos_script_with_dcb_passes_values_literally(tmp_path: Path, clean: object) -> None:
+    """QOS_TOOL=dcb: PFC, the DSCP APP entries and (where dcb has apptrust) trust, each value one argument."""
+    netdev = "a-b.c@d+1"
+    (tmp_path / "net" / netdev).mkdir(parents=True)
+    conf = "QOS_TOOL=dcb\n" + GOOD_QOS + f"RAIL={netdev},mlx5_0,1,-,9000\n"
+    _rc, out, calls = boot_script(tmp_path, *QOS, conf, "--apply", "--qos-only")
+    assert ["dcb", "pfc", "show", "dev", netdev, "prio-pfc"] in calls, (out, calls)
+    on_off = [f"{p}:{'on' if p == 3 else 'off'}" for p in range(8)]
+    assert ["dcb", "pfc", "set", "dev", netdev, "prio-pfc", *on_off] in calls
+    assert ["dcb", "app", "replace", "dev", netdev, "dscp-prio", "26:3"] in calls
+    assert ["dcb", "apptrust", "set", "dev", netdev, "order", "dscp"] in calls  # the fake dcb has apptrust
+    assert not any(c[0] in ("mlnx_qos", "ip") for c in calls)  # --qos-only: no MTU, and no mlnx_qos
 
 
 @pytest.mark.parametrize(
     "line",
     [
         f'RAILS="$(touch {CANARY}),mlx5_0,1,-"',  # the old sourced format
-        f"RAIL=$(touch {CANARY}),mlx5_0,1,-",
-        f"RAIL=eth0;touch {CANARY},mlx5_0,1,-",
-        "RAIL=-x,mlx5_0,1,-",
+        f"RAIL=$(touch {CANARY}),mlx5_0,1,-,9000",
+        f"RAIL=eth0;touch {CANARY},mlx5_0,1,-,9000",
+        "RAIL=-x,mlx5_0,1,-,9000",
+        "RAIL=eth0,mlx5_0,1,-",
+        "DSCP_PRIO=26:9",
+        f"QOS_TOOL=sh -c 'touch {CANARY}'",
         "RAIL=eth0,mlx5_0,1,-,extra",
         f"TRUST=dscp;touch {CANARY}",
         f"ROCE_MODE=`touch {CANARY}`",
@@ -206,7 +224,8 @@ def test_roce_qos_script_passes_rail_values_literally(tmp_path: Path, clean: obj
 )
 def test_roce_qos_script_refuses_bad_lines_before_anything(tmp_path: Path, line: str, clean: object) -> None:
     (tmp_path / "net" / "eth0").mkdir(parents=True)
-    rc, out, calls = boot_script(tmp_path, *QOS, GOOD_QOS + "RAIL=eth0,mlx5_0,1,-\n" + line + "\n", "--apply")
+    conf = GOOD_QOS + "RAIL=eth0,mlx5_0,1,-,9000\n" + line + "\n"
+    rc, out, calls = boot_script(tmp_path, *QOS, conf, "--apply")
     assert rc == 2 and "ERROR" in out and calls == [], (rc, out, calls)
 
 

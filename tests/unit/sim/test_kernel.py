@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from clusterforge.hw import procfs, xid
+from clusterforge.plan.desired import CNP_DSCP_PATHS, CNP_PRIO_PATHS
 
 from .conftest import SimNode
 
@@ -86,6 +87,11 @@ def test_rdma_views(node: SimNode, ibnode: SimNode) -> None:
     ecn = "/sys/class/net/enp24s0np0/ecn"  # a symlink into the /sys/devices/virtual/net overlay on a node
     assert node.read("/sys/devices/virtual/net/enp24s0np0/ecn/roce_np/enable/3").strip() == "0"
     assert (node.root / "sys/devices/virtual/net/enp24s0np0/ecn/roce_rp/enable/7").exists()
+    # the CNP DSCP / 802.1p priority at the first of plan/desired.py's candidate paths (firmware defaults)
+    np_ = "/sys/devices/virtual/net/enp24s0np0/ecn/roce_np/"
+    assert (node.read(np_ + "cnp_dscp").strip(), node.read(np_ + "cnp_802p_prio").strip()) == ("48", "6")
+    assert CNP_DSCP_PATHS[0] == "/sys/class/net/{netdev}/ecn/roce_np/cnp_dscp"
+    assert CNP_PRIO_PATHS[0] == "/sys/class/net/{netdev}/ecn/roce_np/cnp_802p_prio"
     assert ecn and not (ibnode.root / "sys/devices/virtual/net/ibp24s0/ecn").exists()  # ECN knobs are RoCE's
     cm = node.root / "sys/kernel/config/rdma_cm"
     (cm / "mlx5_0").mkdir()

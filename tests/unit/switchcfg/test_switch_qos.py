@@ -12,7 +12,6 @@ import yaml
 
 from clusterforge.plan import Plan, build_plan
 from clusterforge.plan.cabling import cable_sheet
-from clusterforge.plan.inventory import all_vars
 from clusterforge.spec import load_spec, load_spec_text
 from clusterforge.spec.netcatalog import port_name
 from clusterforge.switchcfg import (
@@ -147,12 +146,13 @@ def test_nvue_matches_the_hosts(spec: str, switch: str) -> None:
 
 def test_host_side_is_what_the_roles_get() -> None:
     plan = plan_of("h100-roce-2su")
-    host, knobs = host_qos(plan.doc), all_vars(plan)
-    assert host["dscp"] == knobs["rdma_roce_dscp"]
-    assert host["lossless_priority"] == knobs["rdma_roce_lossless_priority"]
-    assert host["cnp_dscp"] == knobs["rdma_roce_cnp_dscp"]
-    assert host["cnp_priority"] == knobs["rdma_roce_cnp_priority"]
-    assert host["tos"] == knobs["rdma_roce_tos"] == (host["dscp"] << 2) | 2 == 106
+    host = host_qos(plan.doc)
+    # what the rdma role applies: the nodes' compiled desired state (plan/desired.py)
+    knobs = next(r["qos"] for n in plan.doc["nodes"] for r in n["desired"]["rails"] if r["qos"])
+    for key in ("dscp", "lossless_priority", "cnp_dscp", "cnp_priority", "pfc_vector", "trust", "ecn"):
+        assert host[key] == knobs[key], key
+    assert host["dscp_to_priority"] == knobs["dscp2prio"]
+    assert host["tos"] == knobs["tos"] == (host["dscp"] << 2) | 2 == 106
     assert host["pfc_vector"] == [0, 0, 0, 1, 0, 0, 0, 0]
     assert host["trust"] == "dscp"
 

@@ -42,16 +42,30 @@ OS_TUNING = {
         "limits": "templates/limits.conf.j2",
         "memlock": "templates/systemd-memlock.conf.j2",
     },
-    "expressions": {"attrs": "{{ _os_tuning_sysctl_attrs }}"},
+    "expressions": {
+        "attrs": "{{ _os_tuning_sysctl_attrs }}",
+        "cpuidle": "{{ _os_tuning_cpuidle_attrs | map(attribute='path') | list }}",
+        "tuned": "{{ _os_tuning_tuned_profile }}",
+        "irqbalance": "{{ _os_tuning_irqbalance | bool }}",
+    },
 }
 RDMA = {
     "templates": {"qos": "templates/roce-qos.conf.j2"},
-    "expressions": {"net_rails": "{{ _rdma_net_rails }}", "roce_mtu": "{{ rdma_roce_mtu }}"},
+    "expressions": {
+        "net_mtu": "{{ dict(_rdma_net_rails | map(attribute='index') | zip(_rdma_net_rails"
+        " | map(attribute='netdev') | map('extract', _rdma_want) | map(attribute='netdev_mtu'))) }}",
+        "ib_mtu": "{{ _rdma_ib_rails | map(attribute='netdev') | map('extract', _rdma_want)"
+        " | map(attribute='netdev_mtu') | list }}",
+        "tool": "{{ _rdma_qos_tool }}",
+        "stack": "{{ rdma_stack }}",
+        "stack_version": "{{ rdma_stack_version }}",
+    },
 }
-GPU = {"expressions": {"acs": "{{ nvidia_gpu_acs_disable }}"}}
+GPU = {"expressions": {"acs": "{{ _nvidia_gpu_acs_disable | bool }}"}}
 
 
 os_tuning = validator("os_tuning")
+rdma_v = validator("rdma")
 
 
 def booted(files: dict[str, str]) -> FakeNode:
@@ -68,8 +82,17 @@ def with_tuning(text: str, t: dict[str, Any]) -> str:
         r"  cstate_max: \d+\n": f"  cstate_max: {t['cstate_max']}\n",
         r"  thp: \w+\n": f"  thp: {t['thp']}\n",
         r"  numa_balancing: \w+\n": f"  numa_balancing: {str(t['numa_balancing']).lower()}\n",
+        r"  roce: \{lossless_priority: 3, dscp: 26, cnp_dscp: 48, cnp_priority: 6, mtu: 9000, ecn: true\}": (
+            f"  roce: {{lossless_priority: {t['prio']}, dscp: {t['dscp']}, cnp_dscp: 48, "
+            f"cnp_priority: {(t['prio'] + t['cnp_off']) % 8}, mtu: {t['mtu']}, ecn: {str(t['ecn']).lower()}}}"
+        ),
+        r"  rdma: \{stack: doca-ofed, ": f"  rdma: {{stack: {t['stack']}, ",
+        r"  governor: \w+\n": f"  governor: {t['governor']}\n",
+        r"  irqbalance: \w+\n": (
+            f"  irqbalance: {str(t['irqbalance']).lower()}\n  acs_disable: {str(t['acs']).lower()}\n"
+        ),
+        r"  tuned_profile: [\w-]+\n": f"  tuned_profile: {t['tuned']}\n",
         r"  iommu: \w+\n": f"  iommu: '{t['iommu']}'\n",
-        r"mtu: 9000, ecn: true\}": f"mtu: {t['mtu']}, ecn: {str(t['ecn']).lower()}}}",
     }
     for pattern, new in subs.items():
         text, n = re.subn(pattern, new, text, count=1)
@@ -85,7 +108,8 @@ def compile_and_render(texts: list[str], out: Path) -> list[tuple[dict[str, Node
         folder = write_outputs(build_plan(load_spec_text(text, "test.yaml")), out / str(i), svg=False)
         views.append(nodes_of(read_plan_json(folder / "plan.json"), folder))
         for host in ("roce-01", "ib-01"):
-            for role, req in (("os_tuning", OS_TUNING), ("rdma", RDMA), ("nvidia_gpu", GPU)):
+            rdma = RDMA if host.startswith("roce") else {"expressions": RDMA["expressions"]}  # no QoS on IB
+            for role, req in (("os_tuning", OS_TUNING), ("rdma", rdma), ("nvidia_gpu", GPU)):
                 jobs.append([str(folder / "hosts.yml"), host, role, "Debian", FACTS, req])
     batch = out / "jobs.json"
     batch.write_text(json.dumps(jobs))
@@ -145,23 +169,47 @@ def assert_agree(node: NodeExpect, r: dict[str, Any]) -> None:
     eff = readers.memlock_for_users(readers.limits(ot["limits"], "limits.d/90-clusterforge-memlock.conf"))
     assert eff == node.desired["limits"]["memlock_login"]
     assert f"DefaultLimitMEMLOCK={node.desired['limits']['memlock_systemd']}" in ot["memlock"]
-    # ACS
+    # runtime C-states: exactly the idle states deeper than the limit the validator holds the node to
+    limit = int(node.desired["cpu"]["cstate_max"])
+    assert ot["cpuidle"][0].endswith(f"/state{limit + 1}/disable") and len(ot["cpuidle"]) == 15 - limit
+    # services: irqbalance and the tuned profile (test_irqbalance, test_tuned_profile)
+    assert ot["irqbalance"] == node.desired["services"]["irqbalance"]
+    assert ot["tuned"] == (node.desired["services"]["tuned_profile"] or "")
+    # ACS (gpu.acs)
     assert gpu["acs"] == node.desired["pcie"]["acs_disable"]
-    # rails: netdev MTU and (RoCE) QoS
-    mtus = {int(rail["index"]): int(rail["mtu"]) for rail in rdma["net_rails"]}
+    # RDMA stack: installed (rdma_stack) and the QoS tool the validator reads with (test_roce_qos)
+    want_rdma = node.desired["rdma"]
+    assert (rdma["stack"], rdma["stack_version"], rdma["tool"]) == (
+        want_rdma["stack"],
+        want_rdma["version"],
+        want_rdma["qos_tool"],
+    )
+    assert want_rdma["qos_tool"] == ("mlnx_qos" if node.software["rdma"]["stack"] == "doca-ofed" else "dcb")
+    # rails: netdev MTU and (RoCE) QoS, as the boot-time script and the per-setting tasks apply them
+    rails = {r.index: r for r in node.rails}
     for rail in node.rails:
         d = node.rail_desired(rail.index)
         if node.roce:
             q, qos = d["qos"], _shell_vars(rdma["qos"])
-            assert int(rdma["roce_mtu"]) == int(qos["MTU"]) == d["netdev_mtu"]
-            assert qos["TRUST"] == q["trust"]
+            lines = rdma["qos"].splitlines()
+            rail_line = next(ln for ln in lines if ln.startswith(f"RAIL={rail.netdev},"))
+            assert int(rail_line.rsplit(",", 1)[1]) == rdma["net_mtu"][str(rail.index)] == d["netdev_mtu"]
+            assert qos["QOS_TOOL"] == want_rdma["qos_tool"] and qos["TRUST"] == q["trust"]
             pfc = [i for i, on in enumerate(qos["PFC"].split(",")) if on == "1"]
             assert pfc == q["pfc_priorities"] and int(qos["PRIORITY"]) == q["lossless_priority"]
+            dscp_prio = dict(ln.split("=", 1)[1].split(":") for ln in lines if ln.startswith("DSCP_PRIO="))
+            assert {k: int(v) for k, v in dscp_prio.items()} == q["dscp2prio"]
             assert qos["ECN"] == ("1" if q["ecn"] else "0")
             assert (int(qos["CNP_DSCP"]), int(qos["CNP_PRIO"])) == (q["cnp_dscp"], q["cnp_priority"])
-            assert int(qos["ROCE_TOS"]) == q["tos"]
+            assert (int(qos["ROCE_TOS"]), qos["ROCE_MODE"]) == (q["tos"], q["roce_mode"])
+            # the CNP files the role writes are the ones the validator reads (rdma.roce_cnp)
+            keys = ("CNP_DSCP_PATH=", "CNP_PRIO_PATH=")
+            paths = [ln.split("=", 1)[1] for ln in lines if ln.startswith(keys)]
+            pci = rails[rail.index].pci
+            subst = [p.replace("{netdev}", rail.netdev).replace("{pci}", pci) for p in paths]
+            assert subst == [path for _, path, _ in rdma_v.cnp_cmds(node, rail)]
         else:
-            assert mtus[rail.index] == d["netdev_mtu"] == 4092 and d["port_mtu"] == 4096
+            assert rdma["ib_mtu"][0] == d["netdev_mtu"] == 4092 and d["port_mtu"] == 4096
 
 
 TUNING = st.fixed_dictionaries(
@@ -173,6 +221,14 @@ TUNING = st.fixed_dictionaries(
         "iommu": st.sampled_from(["pt", "on", "off"]),
         "mtu": st.sampled_from([1500, 4200, 9000]),
         "ecn": st.booleans(),
+        "prio": st.integers(0, 7),
+        "dscp": st.sampled_from([24, 26, 34]),
+        "cnp_off": st.integers(1, 7),  # the CNP priority differs from the lossless one (spec check)
+        "stack": st.sampled_from(["doca-ofed", "inbox"]),
+        "governor": st.sampled_from(["performance", "powersave"]),
+        "irqbalance": st.booleans(),
+        "tuned": st.sampled_from(["latency-performance", "throughput-performance"]),
+        "acs": st.booleans(),
     }
 )
 

@@ -4,6 +4,8 @@ ibstat__h100-cx7-ib400x8-eth200-gpud__4.txt, leptonai/gpud per SOURCES.md; its H
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from clusterforge.certify.checks import CheckError, CheckFailed
@@ -107,3 +109,64 @@ def test_error_counters(ib_node: NodeExpect) -> None:
         rdma.test_error_counters(
             ib_node, FakeNode({cmd: (0, good.replace("symbol_error:0", "symbol_error:5000"))}), 0
         )
+
+
+def _inbox(node: NodeExpect) -> NodeExpect:
+    """The same node on the inbox stack: QoS read with iproute2's dcb."""
+    d = dict(node.desired_state, rdma={**node.desired_state["rdma"], "stack": "inbox", "qos_tool": "dcb"})
+    return dataclasses.replace(node, desired_state=d)
+
+
+# dcb JSON: PFC constructed from iproute2's print code (no public capture), the APP table as iproute2 6.1
+# prints it; the real app capture (dcb-app-json__..., CS1/CS2 on a switch port) is the wrong mapping.
+DCB_PFC3 = '{"pfc_cap":8,"delay":0,"prio_pfc":[false,false,false,true,false,false,false,false]}'
+DCB_APP = '{"dscp_prio":[[26,3],[48,6]]}'
+DCB_APP_REAL = "dcb-app-json__swp1-dscp-prio-cs1-cs2-netdev-idosch__1.txt"
+
+
+def _dcb_answers(netdev: str, app: str, trust: str = "") -> dict[str, tuple[int, str]]:
+    return {
+        f"dcb -j pfc show dev {netdev}": (0, DCB_PFC3),
+        f"dcb -j app show dev {netdev}": (0, app),
+        f"dcb -j apptrust show dev {netdev} 2>/dev/null || true": (0, trust),
+    }
+
+
+def test_roce_qos_with_dcb(roce_node: NodeExpect) -> None:
+    node, netdev = _inbox(roce_node), roce_node.rail(0).netdev
+    rdma.test_roce_qos(node, FakeNode(_dcb_answers(netdev, DCB_APP)), 0)  # trust from the DSCP entries (mlx5)
+    rdma.test_roce_qos(node, FakeNode(_dcb_answers(netdev, DCB_APP, '{"order":["dscp"]}')), 0)
+    with pytest.raises(CheckFailed, match=r"found trust pcp, PFC on \[3\], 26->3 48->6"):
+        rdma.test_roce_qos(node, FakeNode(_dcb_answers(netdev, DCB_APP, '{"order":["pcp"]}')), 0)
+    with pytest.raises(
+        CheckFailed, match=r"QoS \(dcb, rail 0\).*found trust dscp, PFC on \[3\], 26->unmapped"
+    ):
+        rdma.test_roce_qos(node, FakeNode(_dcb_answers(netdev, real(DCB_APP_REAL))), 0)
+
+
+def test_roce_qos_without_dcb_is_an_error(roce_node: NodeExpect) -> None:
+    with pytest.raises(CheckError):
+        rdma.test_roce_qos(_inbox(roce_node), FakeNode({}), 0)
+
+
+def _cnp_answers(node: NodeExpect, values: dict[str, str]) -> dict[str, tuple[int, str]]:
+    return {cmd: (0, values.get(path, "absent") + "\n") for _, path, cmd in rdma.cnp_cmds(node, node.rail(0))}
+
+
+def test_roce_cnp(roce_node: NodeExpect) -> None:
+    netdev = roce_node.rail(0).netdev
+    sysfs = f"/sys/class/net/{netdev}/ecn/roce_np/"
+    ok = {sysfs + "cnp_dscp": "48", sysfs + "cnp_802p_prio": "6"}
+    rdma.test_roce_cnp(roce_node, FakeNode(_cnp_answers(roce_node, ok)), 0)
+    pci = roce_node.rail(0).pci
+    debugfs = {f"/sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_dscp": "48"}
+    debugfs[f"/sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_prio"] = "6"
+    rdma.test_roce_cnp(roce_node, FakeNode(_cnp_answers(roce_node, debugfs)), 0)  # the upstream mlx5 place
+    with pytest.raises(
+        CheckFailed, match=r"expected dscp 48, 802.1p priority 6; found dscp 48, 802.1p priority 0"
+    ):
+        rdma.test_roce_cnp(
+            roce_node, FakeNode(_cnp_answers(roce_node, {**ok, sysfs + "cnp_802p_prio": "0"})), 0
+        )
+    with pytest.raises(CheckError, match=r"cannot certify the CNP settings: no file for cnp_priority"):
+        rdma.test_roce_cnp(roce_node, FakeNode(_cnp_answers(roce_node, {sysfs + "cnp_dscp": "48"})), 0)

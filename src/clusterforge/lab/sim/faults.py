@@ -34,7 +34,7 @@ KINDS: dict[str, tuple[str, str | None, dict[str, Any]]] = {
     "xid-79": ("NVRM Xid 79 'GPU has fallen off the bus' in the kernel log; the GPU is gone", "gpu", {}),
     "rail-down": ("a rail's port is Down/Polling and its netdev down", "rail", {}),
     "rail-half-rate": ("a rail's port trained at half rate (e.g. 200 instead of 400)", "rail", {}),
-    "pfc-off": ("PFC stays off on a rail whatever mlnx_qos sets (peer/firmware override)", "rail", {}),
+    "pfc-off": ("PFC stays off on a rail whatever mlnx_qos or dcb sets (peer/firmware override)", "rail", {}),
     "mtu-reverted": (
         "a rail's netdev MTU is forced back to 1500 (RoCE active_mtu 1024)",
         "rail",

@@ -129,12 +129,16 @@ def mlnx_qos(argv: list[str]) -> int:
                 q["prio2buffer"] = _csv_ints(opts["--prio2buffer"])
             if "--dscp2prio" in opts:
                 action, dscp, prio = opts["--dscp2prio"].split(",")
+                # the same DSCP APP table `dcb app` shows (mlnx_qos sets it through DCB netlink too)
+                app = [e for e in q.setdefault("app", []) if e[0] != int(dscp)]
                 if action == "set":
                     q["dscp2prio"][str(int(dscp))] = int(prio)
+                    app.append([int(dscp), int(prio)])
                 elif action == "del":
                     q["dscp2prio"][str(int(dscp))] = int(dscp) >> 3
                 else:
                     raise ValueError("dscp2prio action must be set or del")
+                q["app"] = app
         except ValueError as e:
             sys.stderr.write(f"mlnx_qos: error: {e}\n")
             return 2

@@ -27,6 +27,7 @@ DIVERTED = {
     "ib_send_bw": ("/usr/bin/ib_send_bw", "perftest"),
     "ib_send_lat": ("/usr/bin/ib_send_lat", "perftest"),
     "rdma": ("/usr/bin/rdma", "iproute2"),
+    "dcb": ("/sbin/dcb", "iproute2"),
     "dmesg": ("/bin/dmesg", "util-linux"),
     "update-grub": ("/usr/sbin/update-grub", "grub2-common"),
     "update-grub2": ("/usr/sbin/update-grub2", "grub2-common"),

@@ -75,6 +75,7 @@ def default_qos() -> dict[str, Any]:
         "trust": "pcp",
         "pfc": [0] * 8,
         "dscp2prio": {str(d): d >> 3 for d in range(64)},
+        "app": [],  # the DCB APP table's DSCP entries [dscp, prio] (dcb app / mlnx_qos --dscp2prio)
         "prio_tc": [1, 0, 2, 3, 4, 5, 6, 7],
         "tsa": ["vendor"] * 8,
         "tcbw": [0] * 8,

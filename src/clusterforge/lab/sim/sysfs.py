@@ -209,8 +209,9 @@ def render_ecn(st: dict[str, Any]) -> None:
         for point in ("roce_np", "roce_rp"):
             for prio in range(8):
                 put(d / point / "enable" / str(prio), 0)
-        put(d / "roce_np/params/cnp_dscp", 48)
-        put(d / "roce_np/params/cnp_802p_prio", 6)
+        # the CNP DSCP and 802.1p priority where MLNX_OFED/DOCA's mlx5 shows them (firmware defaults)
+        put(d / "roce_np/cnp_dscp", 48)
+        put(d / "roce_np/cnp_802p_prio", 6)
         put(d / "roce_np/params/min_time_between_cnps", 4)
         for k, v in {
             "rpg_time_reset": 300,
