@@ -109,7 +109,6 @@ def test_package_specs(filters) -> None:
         ps(["x"], "1.0", "Suse")
 
 
-
 def test_packages_missing(filters) -> None:
     """The gate in front of every package task: a name counts as present only at the pinned version."""
     pm = filters.packages_missing
@@ -126,10 +125,11 @@ def test_packages_missing(filters) -> None:
         "datacenter-gpu-manager-4-cuda12"
     ]
     # no epoch asked, installed has one: the pattern does not match -> "missing", apt decides
-    assert pm(["datacenter-gpu-manager-4-cuda12"], apt, "4.2.3", "Debian") == ["datacenter-gpu-manager-4-cuda12"]
+    dcgm = "datacenter-gpu-manager-4-cuda12"
+    assert pm([dcgm], apt, "4.2.3", "Debian") == [dcgm]
     assert pm("libnccl2", apt, "2.26.2-1+cuda12.8", "Debian") == []
     assert pm("libnccl2", apt, "2.26.2-1+cuda12.9", "Debian") == ["libnccl2"]
-    rpm = {"nvidia-driver": [{"name": "nvidia-driver", "version": "570.133.20", "release": "1.el9", "epoch": "3"}]}
+    rpm = {"nvidia-driver": [{"version": "570.133.20", "release": "1.el9", "epoch": "3"}]}
     assert pm(["nvidia-driver"], rpm, "570.133.20", "RedHat", "3") == []
     assert pm(["nvidia-driver"], rpm, "3:570.133.20", "RedHat") == []
     assert pm(["nvidia-driver"], rpm, "570.133.20", "RedHat", "2") == ["nvidia-driver"]
@@ -140,6 +140,7 @@ def test_packages_missing(filters) -> None:
     # per-package pins (the benchmarks role's tools each have their own version)
     pins = [{"package": "libnccl2", "version": "2.26.2"}, {"package": "chrony", "version": "4.4"}]
     assert pm(pins, apt, "", "Debian") == ["chrony"]
+
 
 def test_apt_version_pattern(filters) -> None:
     assert filters.apt_version_pattern("570.133.20") == "570.133.20*"
