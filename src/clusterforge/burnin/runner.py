@@ -99,7 +99,7 @@ def launcher_for(plan_doc: Mapping[str, Any], opts: Options) -> Launcher | None:
 
 
 def pool_for(plan_doc: Mapping[str, Any]) -> Any:
-    from clusterforge.pool.cli import manager_for
+    from clusterforge.pool.managers import manager_for
 
     return manager_for(dict(plan_doc))
 

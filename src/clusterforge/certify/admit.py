@@ -41,7 +41,7 @@ def pool_for(plan_doc: dict[str, Any]) -> Any:
 
     manager = pool_manager(plan_doc)
     if manager is None:
-        from clusterforge.pool.cli import manager_for
+        from clusterforge.pool.managers import manager_for
 
         manager = manager_for(plan_doc)
     return manager

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
+from clusterforge import term
 from clusterforge.drift import formats
 from clusterforge.drift.model import DriftReport
 from clusterforge.drift.run import drift
@@ -25,6 +26,19 @@ def render(report: DriftReport, fmt: str, allow_unreachable: bool) -> str:
     return formats.text(report, allow_unreachable)
 
 
+def publish(
+    report: DriftReport, fmt: str, allow_unreachable: bool, output: Path | None, console: Console
+) -> None:
+    """The report in `fmt` to `output` (the text on `console` for people), or to stdout without one."""
+    if output is not None:
+        output.write_text(render(report, fmt, allow_unreachable), encoding="utf-8")
+        console.out(terminal_text(render(report, "text", allow_unreachable)), end="", highlight=False)
+        console.print(f"report ({fmt}): {safe(output)}")
+        return
+    stdout = term.console()
+    stdout.out(terminal_text(render(report, fmt, allow_unreachable)), end="", highlight=False)
+
+
 def drift_flow(
     spec: Path,
     fmt: str,
@@ -41,10 +55,7 @@ def drift_flow(
     strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before anything runs
     plan, inv = load_plan(spec)
     report = drift(plan.doc, inv, limit, shard=shard, extra_vars=extra_vars)
-    text = render(report, fmt, allow_unreachable)
-    console.out(terminal_text(text), end="", highlight=False)
-    if output:
-        output.write_text(text)
+    publish(report, fmt, allow_unreachable, output, console)
     if fix and report.drifted(allow_unreachable):
         nodes = sorted({i.node for i in report.items if i.node not in report.unreachable})
         if nodes:
@@ -59,10 +70,7 @@ def drift_flow(
 
             certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
             report = drift(plan.doc, inv, limit, shard=shard)
-            text = render(report, fmt, allow_unreachable)
-            console.out(terminal_text(text), end="", highlight=False)
-            if output:
-                output.write_text(text)
+            publish(report, fmt, allow_unreachable, output, console)
     if report.errors and not report.drifted(allow_unreachable):
         return int(ExitCode.TOOL_FAILED)
     return int(ExitCode.NOT_AS_DECLARED if report.drifted(allow_unreachable) else ExitCode.OK)

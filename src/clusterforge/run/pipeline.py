@@ -26,7 +26,7 @@ def load_plan(spec: Path, out: Path = GENERATED) -> tuple[Any, Path]:
 
 def pool_manager(plan_doc: dict[str, Any]) -> Any:
     """The pool manager the spec names."""
-    from clusterforge.pool.cli import manager_for
+    from clusterforge.pool.managers import manager_for
 
     return manager_for(plan_doc)
 
