@@ -23,6 +23,7 @@ from clusterforge.certify.expect import NodeExpect
 from clusterforge.certify.runner import SshSetup, reachable, ssh_setup
 from clusterforge.certify.tools import Tool, cannot_certify, missing
 from clusterforge.hw import ParseError, perftest
+from clusterforge.progress import NodeProgress
 
 GRACE_S = 15.0
 READY_S = 30.0  # how long a pair's server may take to listen
@@ -121,6 +122,7 @@ class Executor:
         self.ssh: SshSetup = ssh_setup(dict(plan_doc), inventory, list(nodes))
         self.jobs = max(1, jobs)
         self.unreachable: dict[str, str] = {}
+        self.progress: NodeProgress | None = None  # each node's single-node suite: running → ok | error
 
     def close(self) -> None:
         self.ssh.close()
@@ -140,6 +142,15 @@ class Executor:
 
     # -- single node ----------------------------------------------------------------------------------
     def node_suite(self, node: NodeExpect, opts: suite.SuiteOptions) -> suite.NodeSample:
+        if self.progress is not None:
+            self.progress.set(node.name, "running")
+        sample = self._node_suite(node, opts)
+        if self.progress is not None:
+            whole = node.name not in self.unreachable and all(m.ok for m in sample.measurements)
+            self.progress.set(node.name, "ok" if whole else "error")
+        return sample
+
+    def _node_suite(self, node: NodeExpect, opts: suite.SuiteOptions) -> suite.NodeSample:
         if node.name in self.unreachable:
             sections: dict[str, suite.Section] = {}
         else:

@@ -24,6 +24,7 @@ from clusterforge.burnin.db import BurninDB, BurninError
 from clusterforge.burnin.execute import Executor, Launcher
 from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.verdicts import Evaluation, evaluate
+from clusterforge.progress import NodeProgress
 from clusterforge.records._util import iso, utcnow
 
 Say = Callable[[str], None]
@@ -141,6 +142,7 @@ def run(
     db_path: Path | None = None,
     admit: bool = False,
     say: Say = print,
+    progress: NodeProgress | None = None,
 ) -> Outcome:
     from clusterforge.certify.expect import nodes_of
     from clusterforge.childenv import scrub_environ
@@ -197,6 +199,7 @@ def run(
     pool = pool_for(plan_doc)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     ex = Executor(plan_doc, inventory, names, opts.jobs)
+    ex.progress = progress
     try:
         _drain(pool, store, run_id, burnin_id, names, opts, say)
         expects = nodes_of(dict(plan_doc), inventory)

@@ -14,6 +14,7 @@ import typer
 
 from clusterforge.cli.options import OutputOpt, emit, format_option, human_console
 from clusterforge.errors import ClusterforgeError, ExitCode
+from clusterforge.progress import NodeProgress, Summaries, aggregate
 from clusterforge.term import literal, safe
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])", re.I)
@@ -105,17 +106,20 @@ def burnin(
             slurm_mpi,
             jobs,
         )
-        out = runner.run(
-            plan_doc,
-            inventory,
-            names,
-            opts,
-            spec_path=str(spec_path.resolve()),
-            resume=resume,
-            db_path=db,
-            admit=admit,
-            say=lambda s: console.print(literal(s), highlight=False, soft_wrap=True),
-        )
+        nodes = NodeProgress(names)  # single-node suites per iteration: summary lines at scale / in CI
+        with Summaries(console, nodes, "burn-in suites", aggregate(console, len(names))):
+            out = runner.run(
+                plan_doc,
+                inventory,
+                names,
+                opts,
+                spec_path=str(spec_path.resolve()),
+                resume=resume,
+                db_path=db,
+                admit=admit,
+                say=lambda s: console.print(literal(s), highlight=False, soft_wrap=True),
+                progress=nodes,
+            )
     except BurninError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(int(ExitCode.BAD_INPUT)) from exc

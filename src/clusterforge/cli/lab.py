@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,8 +23,10 @@ from clusterforge.cli.options import (
     split_spec,
 )
 from clusterforge.errors import ClusterforgeError
-from clusterforge.lab import cleanup
-from clusterforge.lab.lab import Lab
+from clusterforge.extras import require
+
+if TYPE_CHECKING:
+    from clusterforge.lab.lab import Lab
 
 DEFAULT_PLAN = Path("inventory/generated/lab/plan.json")
 app = typer.Typer(
@@ -69,6 +71,9 @@ def _node_args(
 def _lab(plan: Path | None, spec: Path | None = None) -> Lab:
     spec = spec_from(spec, ("--plan", plan))
     plan = None
+    require("lab", "the lab")
+    from clusterforge.lab.lab import Lab
+
     if os.geteuid() != 0:
         typer.echo("the lab needs root (netns, bridges, systemd-nspawn): run it with sudo", err=True)
         raise typer.Exit(2)
@@ -111,8 +116,11 @@ def down(spec: SpecArg = None, plan: PlanOpt = None) -> None:
 @app.command()
 def purge() -> None:
     """Remove every lab trace from the host (any cluster), without needing a plan."""
+    require("lab", "the lab")
     if os.geteuid() != 0:
         raise typer.Exit(2)
+    from clusterforge.lab import cleanup
+
     found = cleanup.purge()
     typer.echo(json.dumps({k: v for k, v in found.items() if v}, indent=1) or "{}")
 

@@ -54,7 +54,7 @@ def drift_flow(
 
     strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before anything runs
     plan, inv = load_plan(spec)
-    report = drift(plan.doc, inv, limit, shard=shard, extra_vars=extra_vars)
+    report = drift(plan.doc, inv, limit, shard=shard, extra_vars=extra_vars, console=console)
     publish(report, fmt, allow_unreachable, output, console)
     if fix and report.drifted(allow_unreachable):
         nodes = sorted({i.node for i in report.items if i.node not in report.unreachable})

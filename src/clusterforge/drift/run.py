@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
 
 from clusterforge.drift.ansible_diff import items_from_check_run
 from clusterforge.drift.model import DriftItem, DriftReport
 from clusterforge.run.ansible import lab_env, run_playbook
+from clusterforge.run.progress import Progress
 from clusterforge.run.provision import plan_order, resolve_hosts
 from clusterforge.run.shard import forks_for, select
 
@@ -19,6 +23,7 @@ def ansible_drift(
     forks: int | None,
     env: dict[str, str] | None = None,
     extra_vars: dict[str, Any] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> None:
     res = run_playbook(
         "site.yml",
@@ -29,6 +34,7 @@ def ansible_drift(
         forks=forks,
         env=env,
         extravars=extra_vars,
+        on_event=on_event,
     )
     report.items += items_from_check_run(res)
     for h in hosts:
@@ -68,6 +74,7 @@ def _check_and_validate(
     forks: int | None,
     validators: bool,
     extra_vars: dict[str, Any] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> None:
     """The check run and the quick validators side by side: both only read the nodes, and the check run
     (one Ansible controller process, mostly one core) leaves CPU for the validators' SSH sessions."""
@@ -85,7 +92,7 @@ def _check_and_validate(
         )
         try:
             # bios role: the lab BMCs' account; run in this (main) thread, which owns signal handling
-            ansible_drift(report, inventory, hosts, forks, lab_env(plan_doc), extra_vars)
+            ansible_drift(report, inventory, hosts, forks, lab_env(plan_doc), extra_vars, on_event)
         except BaseException:
             cancel.set()  # interrupted: stop the validators before leaving
             raise
@@ -121,7 +128,9 @@ def drift(
     validators: bool = True,
     shard: str | None = None,
     extra_vars: dict[str, Any] | None = None,
+    console: Console | None = None,
 ) -> DriftReport:
+    """The drift report; with `console`, the check run's progress on it (per host, or summary lines)."""
     planned = [n["name"] for n in plan_doc["nodes"]]
     hosts = select(plan_order(resolve_hosts(inventory, limit), plan_doc), shard)
     forks = forks or forks_for(len(hosts))
@@ -129,7 +138,14 @@ def drift(
     missing = [n for n in select(planned, shard) if n not in hosts] if not limit else []
     for n in missing:
         report.items.append(DriftItem(n, "inventory", "node in the inventory", "missing", "inventory"))
-    _check_and_validate(report, plan_doc, inventory, hosts, forks, validators, extra_vars)
+    if console is None:
+        _check_and_validate(report, plan_doc, inventory, hosts, forks, validators, extra_vars)
+    else:
+        with Progress(console, hosts, label="drift check run") as progress:
+            progress.phase(f"drift: site.yml --check --diff and the quick validators on {len(hosts)} nodes")
+            _check_and_validate(
+                report, plan_doc, inventory, hosts, forks, validators, extra_vars, progress.event
+            )
     reachable = [h for h in hosts if h not in report.unreachable]
     certificate_drift(report, plan_doc, reachable)
     for h in report.unreachable:

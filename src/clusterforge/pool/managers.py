@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.errors import InputError, Problem
+from clusterforge.extras import require
 from clusterforge.pool.base import PoolManager
 
 MANAGERS = ("file", "slurm", "kubernetes")
@@ -35,6 +36,7 @@ def manager_for(
                 env["SLURM_CONF"] = str(conf)
         return SlurmPool(env=env)
     if kind == "kubernetes":
+        require("kubernetes", "the kubernetes pool manager")
         from clusterforge.pool.kubernetes import KubernetesPool
 
         return KubernetesPool()

@@ -192,6 +192,9 @@ def lab_env(plan_doc: dict[str, Any]) -> dict[str, str]:
     `clusterforge.lab.bmc.client_env`)."""
     if plan_doc.get("target") != "lab":
         return {}
+    from clusterforge.extras import require
+
+    require("lab", "a lab cluster")
     from clusterforge.lab.bmc import client_env
 
     return client_env(plan_doc)

@@ -34,6 +34,9 @@ def pool_manager(plan_doc: dict[str, Any]) -> Any:
 def ensure_lab(plan_doc: dict[str, Any], console: Console) -> None:
     if plan_doc["target"] != "lab":
         return
+    from clusterforge.extras import require
+
+    require("lab", "a lab cluster")
     from clusterforge.lab import Lab
 
     console.print("[bold]»[/] lab up (idempotent)")
