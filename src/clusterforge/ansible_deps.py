@@ -9,6 +9,7 @@ one wheel (pinned version and SHA-256) and extract only the collections we use i
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +24,23 @@ VERSION = "12.3.0"
 #: sha256 of ansible-12.3.0-py3-none-any.whl as published on PyPI
 SHA256 = "cd156f82fa87f7a899212b0efa9f7ca3a24d609212de9f78428a572eb01e5414"
 COLLECTIONS = ("ansible/posix", "community/general")
+#: the versions of those collections inside that wheel (its ansible_collections/*/MANIFEST.json; checked on
+#: install). requirements.yml at the repository root (AWX, ansible-builder) is `requirements_doc()`.
+BUNDLED = {"ansible.posix": "2.1.0", "community.general": "11.4.2"}
+
+
+def requirements_doc() -> dict[str, list[dict[str, str]]]:
+    """requirements.yml (ansible-galaxy, AWX, ansible-builder): these collections at these versions."""
+    return {"collections": [{"name": n, "version": v} for n, v in BUNDLED.items()]}
+
+
+def manifest_versions(root: Path) -> dict[str, str]:
+    """{namespace.name: version} of the collections under `root` (an `ansible_collections` folder)."""
+    out = {}
+    for c in COLLECTIONS:
+        info = json.loads((root / c / "MANIFEST.json").read_text())["collection_info"]
+        out[f"{info['namespace']}.{info['name']}"] = str(info["version"])
+    return out
 
 
 def stamp_text(version: str, sha256: str) -> str:
@@ -90,6 +108,9 @@ def install(dest: Path, wheel_dir: Path | None = None, version: str = VERSION, s
     root = dest / "ansible_collections"
     with tempfile.TemporaryDirectory(dir=dest, prefix=".extract.") as tmp:
         count = extract(wheel, Path(tmp))
+        found = manifest_versions(Path(tmp) / "ansible_collections")
+        if version == VERSION and found != BUNDLED:
+            raise ClusterforgeError(f"ansible=={version} bundles {found}, not {BUNDLED}: update BUNDLED")
         for c in COLLECTIONS:
             target = root / c
             target.parent.mkdir(parents=True, exist_ok=True)

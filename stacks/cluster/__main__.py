@@ -2,6 +2,10 @@
 
 from pathlib import Path
 
-from clusterforge.pulumi.program import main
+from clusterforge.extras import require
+
+require("pulumi", "the Pulumi program (stacks/cluster)")  # one clear line when the extra is missing
+
+from clusterforge.pulumi.program import main  # noqa: E402  (after the check, on purpose)
 
 main(Path(__file__).resolve().parents[2])

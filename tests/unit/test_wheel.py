@@ -70,7 +70,9 @@ def test_wheel_finds_its_assets_outside_a_checkout(installed: Path, tmp_path: Pa
 def test_wheel_plans_from_an_empty_folder(installed: Path, tmp_path: Path) -> None:
     spec = tmp_path / "lab.yaml"
     spec.write_text((ROOT / "inventory/clusters/lab.yaml").read_text())
-    proc = _run(installed, tmp_path, "-m", "clusterforge.cli", "plan", "lab.yaml", "--json", "--no-svg")
+    proc = _run(
+        installed, tmp_path, "-m", "clusterforge.cli", "plan", "lab.yaml", "--format", "json", "--no-svg"
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["cluster"] == "lab"
     assert (tmp_path / "inventory/generated/lab/plan.json").is_file()

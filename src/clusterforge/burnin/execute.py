@@ -19,6 +19,7 @@ from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.pairs import Pair
 from clusterforge.hw import ParseError, perftest
 from clusterforge.plan.expect import NodeExpect
+from clusterforge.progress import NodeProgress
 from clusterforge.remote.commands import argv, wrap
 from clusterforge.remote.ssh import SshSetup, reachable, ssh_argv, ssh_setup
 from clusterforge.remote.tools import Tool, cannot_certify, missing
@@ -120,6 +121,7 @@ class Executor:
         self.ssh: SshSetup = ssh_setup(dict(plan_doc), inventory, list(nodes))
         self.jobs = max(1, jobs)
         self.unreachable: dict[str, str] = {}
+        self.progress: NodeProgress | None = None  # each node's single-node suite: running → ok | error
 
     def close(self) -> None:
         self.ssh.close()
@@ -139,6 +141,15 @@ class Executor:
 
     # -- single node ----------------------------------------------------------------------------------
     def node_suite(self, node: NodeExpect, opts: suite.SuiteOptions) -> suite.NodeSample:
+        if self.progress is not None:
+            self.progress.set(node.name, "running")
+        sample = self._node_suite(node, opts)
+        if self.progress is not None:
+            whole = node.name not in self.unreachable and all(m.ok for m in sample.measurements)
+            self.progress.set(node.name, "ok" if whole else "error")
+        return sample
+
+    def _node_suite(self, node: NodeExpect, opts: suite.SuiteOptions) -> suite.NodeSample:
         if node.name in self.unreachable:
             sections: dict[str, suite.Section] = {}
         else:

@@ -10,15 +10,24 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from clusterforge.certify.results import NodeResult
+from clusterforge.progress import NodeProgress, Summaries, aggregate
 from clusterforge.term import safe
 
 STYLE = {"pass": "green", "fail": "red", "error": "red", "unreachable": "red", "incomplete": "yellow"}
 
 
-class CertifyProgress:
-    """One bar per node: checks done of collected, failures so far, final verdict."""
+# a node's verdict → the progress state counted in the summary lines
+_FINAL = {"pass": "ok", "fail": "failed"}
 
-    def __init__(self, console: Console, nodes: list[str]) -> None:
+
+class CertifyProgress:
+    """One bar per node (checks done of collected, failures so far, final verdict) for a small run on a
+    terminal; otherwise summary lines every 30 s: nodes per state and the slowest (clusterforge.progress)."""
+
+    def __init__(self, console: Console, nodes: list[str], label: str = "certify") -> None:
+        self.nodes = NodeProgress(nodes)
+        aggregated = aggregate(console, len(nodes))
+        self.summaries = Summaries(console, self.nodes, label, aggregated)
         self.progress = Progress(
             TextColumn("{task.fields[node]:<12}"),
             BarColumn(),
@@ -27,7 +36,7 @@ class CertifyProgress:
             TimeElapsedColumn(),
             console=console,
             transient=False,
-            disable=not console.is_terminal,
+            disable=aggregated,
         )
         self.tasks: dict[str, TaskID] = {
             n: self.progress.add_task("", total=None, node=safe(n), status="queued") for n in nodes
@@ -37,12 +46,18 @@ class CertifyProgress:
 
     def __enter__(self) -> CertifyProgress:
         self.progress.start()
+        self.summaries.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.summaries.__exit__(None, None, None)
         self.progress.stop()
 
     def __call__(self, node: str, event: str, data: dict[str, Any]) -> None:
+        if event in ("connect", "start"):
+            self.nodes.set(node, "running")
+        elif event == "done":
+            self.nodes.set(node, _FINAL.get(str(data.get("verdict", "")), "error"))
         with self._lock:
             task = self.tasks[node]
             if event == "connect":

@@ -146,14 +146,29 @@ def summary(results: dict[str, NodeResult]) -> dict[str, int]:
     return out
 
 
-def write_json(path: Path, meta: dict[str, Any], results: dict[str, NodeResult]) -> Path:
+def json_text(meta: dict[str, Any], results: dict[str, NodeResult]) -> str:
     doc = {**meta, "summary": summary(results), "nodes": [r.as_dict() for r in results.values()]}
+    return json.dumps(doc, indent=2, sort_keys=True, default=str)
+
+
+def write_json(path: Path, meta: dict[str, Any], results: dict[str, NodeResult]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str))
+    path.write_text(json_text(meta, results))
     return path
 
 
+def junit_text(name: str, results: dict[str, NodeResult]) -> str:
+    """The JUnit XML of `write_junit`, as text."""
+    return ET.tostring(_junit(name, results), encoding="unicode", xml_declaration=True) + "\n"
+
+
 def write_junit(path: Path, name: str, results: dict[str, NodeResult]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(_junit(name, results)).write(path, encoding="utf-8", xml_declaration=True)
+    return path
+
+
+def _junit(name: str, results: dict[str, NodeResult]) -> ET.Element:
     """One <testsuite> per node, one <testcase> per check; ``fail`` → <failure>, ``error`` → <error>."""
     suites = ET.Element("testsuites", name=name)
     for r in results.values():
@@ -186,6 +201,4 @@ def write_junit(path: Path, name: str, results: dict[str, NodeResult]) -> Path:
         if not r.complete:
             case = ET.SubElement(suite, "testcase", classname=r.node, name="certification.complete", time="0")
             ET.SubElement(case, "error", message=r.note or r.status_word)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
-    return path
+    return suites

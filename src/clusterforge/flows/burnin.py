@@ -35,6 +35,7 @@ from clusterforge.childenv import scrub_environ
 from clusterforge.plan.expect import nodes_of
 from clusterforge.pool import admission
 from clusterforge.pool.base import PoolManager, ResumeRefused, sanitize_reason, wait_for
+from clusterforge.progress import NodeProgress
 from clusterforge.records import DEFAULT_LEASE_S, Store, signing
 from clusterforge.records._util import iso, utcnow
 
@@ -70,6 +71,7 @@ def run(
     db_path: Path | None = None,
     admit: bool = False,
     say: Say = print,
+    progress: NodeProgress | None = None,
 ) -> Outcome:
     scrub_environ()  # launchers and NCCL jobs inherit os.environ: no signing-key variables in it
     signing.signing_key()  # made on first use, before any node is touched: a key problem stops here
@@ -123,6 +125,7 @@ def run(
     pool = target.pool_manager(plan_doc)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     ex = Executor(plan_doc, inventory, names, opts.jobs)
+    ex.progress = progress
     try:
         _drain(pool, store, run_id, burnin_id, names, opts, say)
         expects = nodes_of(dict(plan_doc), inventory)

@@ -7,6 +7,7 @@ import getpass
 import json
 import signal
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -18,7 +19,14 @@ from rich.console import Console
 from clusterforge import targets
 from clusterforge.certify.display import CertifyProgress, explain, table
 from clusterforge.certify.issue import Recorder
-from clusterforge.certify.results import NodeResult, summary, write_json, write_junit
+from clusterforge.certify.results import (
+    NodeResult,
+    json_text,
+    junit_text,
+    summary,
+    write_json,
+    write_junit,
+)
 from clusterforge.certify.runner import TIER_MARKERS, certify_nodes
 from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode, InputError
@@ -35,6 +43,8 @@ class Outputs:
     junit: Path | None = None
     json: Path | None = None
     jobs: int | None = None
+    fmt: str = "text"  # --format: text (the table only) | json | junit, to `output` or stdout
+    output: Path | None = None
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -152,3 +162,12 @@ def _report(
         console.print(f"results: {safe(write_json(outputs.json, meta, results))}")
     if outputs.junit:
         console.print(f"junit: {safe(write_junit(outputs.junit, f'certify-{tier}', results))}")
+    if outputs.fmt != "text":
+        text = json_text(meta, results) if outputs.fmt == "json" else junit_text(f"certify-{tier}", results)
+        if outputs.output is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            outputs.output.parent.mkdir(parents=True, exist_ok=True)
+            outputs.output.write_text(text, encoding="utf-8")
+            console.print(f"{outputs.fmt}: {safe(outputs.output)}")

@@ -4,13 +4,14 @@ render → (optional) fix: provision and re-certify the drifted nodes → exit c
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from clusterforge import targets
+from clusterforge import targets, term
 from clusterforge.certify.runner import run_checks
 from clusterforge.drift import formats
 from clusterforge.drift.ansible_diff import items_from_check_run
@@ -22,6 +23,7 @@ from clusterforge.flows.plan import load_plan
 from clusterforge.flows.provision import print_report
 from clusterforge.remote.inventory import plan_order, resolve_hosts
 from clusterforge.run.ansible import run_playbook, strategy_env
+from clusterforge.run.progress import Progress
 from clusterforge.run.provision import Options, provision
 from clusterforge.run.shard import forks_for, select
 from clusterforge.term import safe, terminal_text
@@ -35,6 +37,19 @@ def render(report: DriftReport, fmt: str, allow_unreachable: bool) -> str:
     if fmt == "markdown":
         return formats.markdown(report, allow_unreachable)
     return formats.text(report, allow_unreachable)
+
+
+def publish(
+    report: DriftReport, fmt: str, allow_unreachable: bool, output: Path | None, console: Console
+) -> None:
+    """The report in `fmt` to `output` (the text on `console` for people), or to stdout without one."""
+    if output is not None:
+        output.write_text(render(report, fmt, allow_unreachable), encoding="utf-8")
+        console.out(terminal_text(render(report, "text", allow_unreachable)), end="", highlight=False)
+        console.print(f"report ({fmt}): {safe(output)}")
+        return
+    stdout = term.console()
+    stdout.out(terminal_text(render(report, fmt, allow_unreachable)), end="", highlight=False)
 
 
 def drift_flow(
@@ -52,11 +67,8 @@ def drift_flow(
     plan, inv = load_plan(spec)
     target = targets.for_plan(plan.doc)
     env = target.environment(plan.doc)
-    report = drift(plan.doc, inv, limit, shard=shard, extra_vars=extra_vars, env=env)
-    text = render(report, fmt, allow_unreachable)
-    console.out(terminal_text(text), end="", highlight=False)
-    if output:
-        output.write_text(text)
+    report = drift(plan.doc, inv, limit, shard=shard, extra_vars=extra_vars, env=env, console=console)
+    publish(report, fmt, allow_unreachable, output, console)
     if fix and report.drifted(allow_unreachable):
         nodes = sorted({i.node for i in report.items if i.node not in report.unreachable})
         if nodes:
@@ -66,11 +78,8 @@ def drift_flow(
             rep.write()
             print_report(rep, console)
             certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
-            report = drift(plan.doc, inv, limit, shard=shard, env=env)
-            text = render(report, fmt, allow_unreachable)
-            console.out(terminal_text(text), end="", highlight=False)
-            if output:
-                output.write_text(text)
+            report = drift(plan.doc, inv, limit, shard=shard, env=env, console=console)
+            publish(report, fmt, allow_unreachable, output, console)
     if report.errors and not report.drifted(allow_unreachable):
         return int(ExitCode.TOOL_FAILED)
     return int(ExitCode.NOT_AS_DECLARED if report.drifted(allow_unreachable) else ExitCode.OK)
@@ -83,6 +92,7 @@ def ansible_drift(
     forks: int | None,
     env: dict[str, str] | None = None,
     extra_vars: dict[str, Any] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> None:
     res = run_playbook(
         "site.yml",
@@ -93,6 +103,7 @@ def ansible_drift(
         forks=forks,
         env=env,
         extravars=extra_vars,
+        on_event=on_event,
     )
     report.items += items_from_check_run(res)
     for h in hosts:
@@ -113,6 +124,7 @@ def _check_and_validate(
     validators: bool,
     extra_vars: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> None:
     """The check run and the quick validators side by side: both only read the nodes, and the check run
     (one Ansible controller process, mostly one core) leaves CPU for the validators' SSH sessions."""
@@ -126,7 +138,7 @@ def _check_and_validate(
         try:
             # env: the target's (the lab BMCs' account for the bios role); run in this (main) thread, which
             # owns signal handling
-            ansible_drift(report, inventory, hosts, forks, env, extra_vars)
+            ansible_drift(report, inventory, hosts, forks, env, extra_vars, on_event)
         except BaseException:
             cancel.set()  # interrupted: stop the validators before leaving
             raise
@@ -143,8 +155,10 @@ def drift(
     shard: str | None = None,
     extra_vars: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
+    console: Console | None = None,
 ) -> DriftReport:
-    """Check-mode site.yml and the quick validators side by side, merged per node; `env`: the target's."""
+    """Check-mode site.yml and the quick validators side by side, merged per node; `env`: the target's;
+    with `console`, the check run's progress on it (per host, or summary lines)."""
     planned = [n["name"] for n in plan_doc["nodes"]]
     hosts = select(plan_order(resolve_hosts(inventory, limit), plan_doc), shard)
     forks = forks or forks_for(len(hosts))
@@ -152,7 +166,14 @@ def drift(
     missing = [n for n in select(planned, shard) if n not in hosts] if not limit else []
     for n in missing:
         report.items.append(DriftItem(n, "inventory", "node in the inventory", "missing", "inventory"))
-    _check_and_validate(report, plan_doc, inventory, hosts, forks, validators, extra_vars, env)
+    if console is None:
+        _check_and_validate(report, plan_doc, inventory, hosts, forks, validators, extra_vars, env)
+    else:
+        with Progress(console, hosts, label="drift check run") as progress:
+            progress.phase(f"drift: site.yml --check --diff and the quick validators on {len(hosts)} nodes")
+            _check_and_validate(
+                report, plan_doc, inventory, hosts, forks, validators, extra_vars, env, progress.event
+            )
     reachable = [h for h in hosts if h not in report.unreachable]
     certificate_drift(report, plan_doc, reachable)
     for h in report.unreachable:

@@ -30,6 +30,9 @@ class LabTarget:
         return self.state_base / str(plan_doc["cluster"])
 
     def prepare(self, plan_doc: dict[str, Any], console: Console) -> None:
+        from clusterforge.extras import require
+
+        require("lab", "a lab cluster")  # the BMC emulator and its web stack: the `lab` extra
         from clusterforge.lab.lab import Lab
 
         console.print("[bold]»[/] lab up (idempotent)")

@@ -37,6 +37,9 @@ def manager_for(
 
         return SlurmPool(env={**os.environ, **(env or {})})
     if kind == "kubernetes":
+        from clusterforge.extras import require
+
+        require("kubernetes", "the kubernetes pool manager")
         from clusterforge.pool.kubernetes import KubernetesPool
 
         return KubernetesPool()

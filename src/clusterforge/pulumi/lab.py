@@ -1,7 +1,7 @@
 """The lab target's shell commands: what `pulumi up` / `pulumi destroy` run through `command.local.Command`.
 
-They call the lab CLI (`clusterforge lab infra up|down --plan SPEC`, `clusterforge lab node up|down NAME
---plan SPEC`); `--plan` takes the spec and plans it on the fly, so the commands need no generated files.
+They call the lab CLI (`clusterforge lab infra up|down SPEC`, `clusterforge lab node up|down SPEC NAME`);
+the lab CLI plans the spec on the fly, so the commands need no generated files.
 The lab needs root, hence the optional `sudo -n` (non-interactive: fails instead of prompting).
 """
 
@@ -26,15 +26,13 @@ def _prefix(cli: str, sudo: bool) -> str:
 
 def infra_commands(cli: str, spec: str, sudo: bool) -> LabCommands:
     base = f"{_prefix(cli, sudo)} lab infra"
-    return LabCommands(
-        create=f"{base} up --plan {shlex.quote(spec)}", delete=f"{base} down --plan {shlex.quote(spec)}"
-    )
+    return LabCommands(create=f"{base} up {shlex.quote(spec)}", delete=f"{base} down {shlex.quote(spec)}")
 
 
 def node_commands(cli: str, spec: str, sudo: bool, node: str) -> LabCommands:
     base = f"{_prefix(cli, sudo)} lab node"
     n, s = shlex.quote(node), shlex.quote(spec)
-    return LabCommands(create=f"{base} up {n} --plan {s}", delete=f"{base} down {n} --plan {s}")
+    return LabCommands(create=f"{base} up {s} {n}", delete=f"{base} down {s} {n}")
 
 
 def infra_digest(plan_doc: dict[str, Any]) -> str:

@@ -44,7 +44,7 @@ def faulted(burnin_lab: Any) -> Iterator[Any]:
 
 
 def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "clusterforge.burnin.cli", *args]
+    return [sys.executable, "-m", "clusterforge.cli", *args]
 
 
 def burnin_args(*extra: str) -> list[str]:

@@ -81,7 +81,7 @@ def test_node_delete_then_create_string(lab: Any) -> None:
         pytest.skip("no node of the session lab has the same addresses as the lab spec's plan")
     name = same[0]
     cmd = inputs[f"{name}-lab"]
-    assert cmd["create"].endswith(f"lab node up {name} --plan {SPEC}")
+    assert cmd["create"].endswith(f"lab node up {SPEC} {name}")
     before = _ssh_hostname(lab, name)
     assert before.stdout.strip() == name, f"{name} not reachable before the test: {before.stderr}"
 

@@ -11,10 +11,11 @@ from burnin_data import synthetic
 from typer.testing import CliRunner
 
 from clusterforge.burnin import issue
-from clusterforge.burnin.cli import burnin_app, parse_duration, report_app
 from clusterforge.burnin.execute import Launcher
 from clusterforge.burnin.pairs import select_pairs
 from clusterforge.burnin.verdicts import evaluate
+from clusterforge.cli.burnin import burnin_app, parse_duration
+from clusterforge.cli.report import report_app
 from clusterforge.flows import burnin as flow
 from clusterforge.pool.base import NodeState, PoolManager
 
@@ -54,7 +55,7 @@ def test_mounted_help_and_bad_input() -> None:
     res = runner.invoke(root(), ["burnin", "x.yaml", "--iterations", "2", "--launcher", "pbs"])
     assert res.exit_code == 2 and "--launcher" in res.output
     res = runner.invoke(root(), ["report", "burnin", "--help"])
-    assert res.exit_code == 0 and "--html" in res.output and "--json" in res.output
+    assert res.exit_code == 0 and "--format" in res.output and "--output" in res.output
 
 
 def test_launcher_command_lines() -> None:

@@ -13,9 +13,9 @@ from burnin_data import synthetic
 from typer.testing import CliRunner
 
 from clusterforge.burnin import report
-from clusterforge.burnin.cli import main_app
 from clusterforge.burnin.db import BurninDB
 from clusterforge.burnin.runner import plan_extract
+from clusterforge.cli import app as main_app
 
 NODES = ["roce-01", "roce-02", "ib-01", "ib-02"]
 
@@ -118,17 +118,27 @@ def test_json_report(recorded: tuple[Path, str]) -> None:
 def test_report_cli(recorded: tuple[Path, str], tmp_path: Path) -> None:
     path, bid = recorded
     runner = CliRunner()
+    out_html = tmp_path / "r.html"
+    db = ["--db", str(path)]
+    res = runner.invoke(main_app, ["report", "burnin", bid[:8], "--output", str(out_html), *db])
+    assert res.exit_code == 0, res.output
+    assert out_html.read_text().startswith("<!DOCTYPE html>")
+    res = runner.invoke(main_app, ["report", "burnin", bid[:8], "--format", "json", *db])
+    assert res.exit_code == 0 and json.loads(res.stdout)["burnin_id"] == bid
+    res = runner.invoke(main_app, ["report", "burnin", "nope", "--format", "json", *db])
+    assert res.exit_code == 2 and "no burn-in run" in res.output
+    assert runner.invoke(main_app, ["report", "burnin", bid, "--format", "junit", *db]).exit_code == 2
+
+
+def test_report_cli_old_options(recorded: tuple[Path, str], tmp_path: Path) -> None:
+    """`--html FILE` / `--json FILE` work for one more release, each with a deprecation on stderr."""
+    path, bid = recorded
     out_html, out_json = tmp_path / "r.html", tmp_path / "r.json"
-    res = runner.invoke(
+    res = CliRunner().invoke(
         main_app,
         ["report", "burnin", bid[:8], "--html", str(out_html), "--json", str(out_json), "--db", str(path)],
     )
     assert res.exit_code == 0, res.output
-    assert (
-        out_html.read_text().startswith("<!DOCTYPE html>")
-        and json.loads(out_json.read_text())["burnin_id"] == bid
-    )
-    res = runner.invoke(main_app, ["report", "burnin", "nope", "--json", str(out_json), "--db", str(path)])
-    assert res.exit_code == 2 and "no burn-in run" in res.output
-    res = runner.invoke(main_app, ["report", "burnin", bid, "--db", str(path)])
-    assert res.exit_code == 2
+    assert out_html.read_text().startswith("<!DOCTYPE html>")
+    assert json.loads(out_json.read_text())["burnin_id"] == bid
+    assert "--html is deprecated" in res.stderr and "--json is deprecated" in res.stderr

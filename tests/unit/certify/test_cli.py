@@ -22,8 +22,9 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 def test_help_lists_the_options(cli: CliRunner) -> None:
     res = cli.invoke(app, ["certify", "--help"])
     assert res.exit_code == 0
-    for opt in ("--tier", "--limit", "--admit", "--jobs", "--junit", "--json"):
+    for opt in ("--tier", "--limit", "--admit", "--jobs", "--format", "--output"):
         assert opt in res.output
+    assert "--junit" not in res.output and "--json" not in res.output  # deprecated: hidden
 
 
 def test_bad_tier_exits_2(cli: CliRunner) -> None:

@@ -74,7 +74,6 @@ def test_site_layer_sets_user_port_key_and_jump_host(layers: Path) -> None:
     assert not (site / "hosts.yml").exists(), "nothing is written into the site layer"
 
 
-
 def test_a_site_proxycommand_reaches_ssh_as_the_operator_wrote_it(layers: Path) -> None:
     """ssh_config takes ProxyCommand's whole rest of line as the command: quoting it (as other values
     with spaces are) would make ssh run a program named by the whole quoted line."""
@@ -92,6 +91,7 @@ def test_a_site_proxycommand_reaches_ssh_as_the_operator_wrote_it(layers: Path) 
         ssh.close()
     assert f"  ProxyCommand {cmd}\n" in text
     assert two["proxycommand"] == cmd
+
 
 def test_users_own_ssh_config_fills_what_the_inventory_leaves(layers: Path) -> None:
     home_cfg = Path.home() / ".ssh" / "config"

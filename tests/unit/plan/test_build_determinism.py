@@ -32,7 +32,18 @@ def test_plan_json_is_identical_across_hash_seeds(tmp_path) -> None:
         out = tmp_path / seed
         env = {**os.environ, "PYTHONHASHSEED": seed}
         r = subprocess.run(
-            [sys.executable, "-c", code, "plan", str(spec), "--out", str(out), "--no-svg", "--json"],
+            [
+                sys.executable,
+                "-c",
+                code,
+                "plan",
+                str(spec),
+                "--out",
+                str(out),
+                "--no-svg",
+                "--format",
+                "json",
+            ],
             env=env,
             cwd=ROOT,
             capture_output=True,

@@ -1,4 +1,4 @@
-"""`clusterforge plan`: --json on the example specs; bad input -> exit 2, no traceback, nothing written."""
+"""`clusterforge plan --format json` on the example specs; bad input -> exit 2, no traceback, none written."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ EXPECTED = {
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_json_summary_of_example_specs(name: str, tmp_path) -> None:
     r = CliRunner().invoke(
-        app, ["plan", str(CLUSTERS / f"{name}.yaml"), "--out", str(tmp_path), "--json", "--no-svg"]
+        app, ["plan", str(CLUSTERS / f"{name}.yaml"), "--out", str(tmp_path), "--format", "json", "--no-svg"]
     )
     assert r.exit_code == 0, r.output
     got = json.loads(r.stdout)

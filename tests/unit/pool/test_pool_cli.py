@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from clusterforge.cli.pool import app
 from clusterforge.plan import build_plan
-from clusterforge.pool.cli import app, manager_for
 from clusterforge.pool.file import FilePool
 from clusterforge.pool.kubernetes import KubernetesPool
+from clusterforge.pool.managers import manager_for
 from clusterforge.pool.slurm import SlurmPool
 from clusterforge.records import Store
 from clusterforge.records import certificate as cm
@@ -32,8 +33,14 @@ def plan_doc() -> dict[str, Any]:
 def env(tmp_path: Path, plan_doc: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(plan_doc))
-    opts = ["--plan", str(plan), "--manager", "file", "--registry", str(tmp_path / "pool.json")]
-    return {"plan": plan_doc, "opts": opts, "db": tmp_path / "r.db", "registry": tmp_path / "pool.json"}
+    opts = ["--manager", "file", "--registry", str(tmp_path / "pool.json")]
+    return {
+        "plan": plan_doc,
+        "spec": str(plan),
+        "opts": opts,
+        "db": tmp_path / "r.db",
+        "registry": tmp_path / "pool.json",
+    }
 
 
 def run(args: list[str]) -> Any:
@@ -60,16 +67,16 @@ def certify(db: Path, plan: dict[str, Any], node: str, verdict: str) -> None:
 
 
 def test_status_drain_admit(env: dict[str, Any]) -> None:
-    res = run(["status", *env["opts"]])
+    res = run(["status", env["spec"], *env["opts"]])
     assert res.exit_code == 0 and res.output.splitlines()[0].split()[:2] == ["roce-01", "unknown"]
-    res = run(["drain", "ib-01", "--reason", "burn-in", *env["opts"], "--db", str(env["db"])])
+    res = run(["drain", env["spec"], "ib-01", "--reason", "burn-in", *env["opts"], "--db", str(env["db"])])
     assert res.exit_code == 0 and res.output == "ib-01: drained\n"
-    res = run(["status", "ib-01", "--json", *env["opts"]])
+    res = run(["status", env["spec"], "ib-01", "--format", "json", *env["opts"]])
     assert json.loads(res.output)[0]["reason"] == "clusterforge: burn-in"
-    res = run(["admit", "ib-01", *env["opts"], "--db", str(env["db"])])
+    res = run(["admit", env["spec"], "ib-01", *env["opts"], "--db", str(env["db"])])
     assert res.exit_code == 3 and "ib-01: drained (clusterforge: no quick certificate)" in res.output
     certify(env["db"], env["plan"], "ib-01", "pass")
-    res = run(["admit", "ib-01", *env["opts"], "--db", str(env["db"])])
+    res = run(["admit", env["spec"], "ib-01", *env["opts"], "--db", str(env["db"])])
     assert res.exit_code == 0 and res.output == "ib-01: admitted\n"
     state = FilePool(env["registry"]).status(["ib-01"])["ib-01"]
     assert state.state == "idle" and state.labels["clusterforge.io/certified"] == "true"
@@ -80,7 +87,7 @@ def test_status_drain_admit(env: dict[str, Any]) -> None:
 def test_flapping_node_is_held_until_forced(env: dict[str, Any]) -> None:
     for verdict in ("fail", "pass", "fail", "pass"):
         certify(env["db"], env["plan"], "ib-02", verdict)
-    args = ["admit", "ib-02", *env["opts"], "--db", str(env["db"])]
+    args = ["admit", env["spec"], "ib-02", *env["opts"], "--db", str(env["db"])]
     res = run(args)
     assert res.exit_code == 3 and "ib-02: held (clusterforge: held for review (flapping))" in res.output
     assert run(args).exit_code == 3  # still held on the next try, though the last certificate passed
@@ -129,17 +136,31 @@ def test_admit_refuses_forged_and_unsigned_certificates_in_the_database(env: dic
     _plant(env["db"], unsigned)
     with Store(env["db"]) as store:
         assert len(store.certificates("ib-01")) == 3  # the store returns them; admission verifies
-    res = run(["admit", "ib-01", *env["opts"], "--db", str(env["db"])])
+    res = run(["admit", env["spec"], "ib-01", *env["opts"], "--db", str(env["db"])])
     assert res.exit_code == 3 and "ib-01: drained (clusterforge: failed gpu.ecc)" in res.output
     assert FilePool(env["registry"]).status(["ib-01"])["ib-01"].state == "drained"
 
 
 def test_bad_input(env: dict[str, Any], tmp_path: Path) -> None:
-    assert run(["admit", "nobody", *env["opts"], "--db", str(env["db"])]).exit_code == 2
-    assert run(["status", "--plan", str(tmp_path / "missing.json")]).exit_code == 2
+    assert run(["admit", env["spec"], "nobody", *env["opts"], "--db", str(env["db"])]).exit_code == 2
+    assert run(["status", str(tmp_path / "missing.json")]).exit_code == 2
     (tmp_path / "x.json").write_text("{}")
-    assert run(["status", "--plan", str(tmp_path / "x.json")]).exit_code == 2
-    assert run(["status", *env["opts"][:2], "--manager", "pbs"]).exit_code == 2
+    assert run(["status", str(tmp_path / "x.json")]).exit_code == 2
+    assert run(["status", env["spec"], "--manager", "pbs"]).exit_code == 2
+    assert run(["admit", env["spec"], *env["opts"]]).exit_code == 2  # no node named
+
+
+def test_spec_from_the_environment_and_the_old_plan_option(
+    env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pool status NODE` with CLUSTERFORGE_SPEC; `--plan` still works for one release, with a warning."""
+    monkeypatch.setenv("CLUSTERFORGE_SPEC", env["spec"])
+    res = run(["status", "ib-01", "--format", "json", *env["opts"]])
+    assert res.exit_code == 0 and [s["node"] for s in json.loads(res.output)] == ["ib-01"]
+    monkeypatch.delenv("CLUSTERFORGE_SPEC")
+    old = CliRunner().invoke(app, ["status", "ib-01", "--plan", env["spec"], *env["opts"]])
+    assert old.exit_code == 0 and old.stdout.split()[:2] == ["ib-01", "unknown"]
+    assert "--plan is deprecated" in old.stderr and "SPEC" in old.stderr
 
 
 def test_manager_for_the_plan(

@@ -12,9 +12,9 @@ import yaml
 from pulumi_mocks import FIXTURE_JSON, FIXTURE_SPEC, REPO, record_fixture
 from typer.testing import CliRunner
 
+from clusterforge.cli.inventory import app
 from clusterforge.plan import build_plan
 from clusterforge.plan.outputs import write_outputs
-from clusterforge.pulumi.cli import app
 from clusterforge.pulumi.stackout import parse_outputs, write_inventory
 from clusterforge.spec import load_spec
 

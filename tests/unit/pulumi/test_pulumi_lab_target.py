@@ -23,8 +23,8 @@ def test_lab_commands(stack: Callable[..., RecordingMocks]) -> None:
 
     infra = cmds["lab-lab-infra"]
     q = "'/opt/cf venv/bin/clusterforge'"
-    assert infra.inputs["create"] == f"{q} lab infra up --plan {LAB}"
-    assert infra.inputs["delete"] == f"{q} lab infra down --plan {LAB}"
+    assert infra.inputs["create"] == f"{q} lab infra up {LAB}"
+    assert infra.inputs["delete"] == f"{q} lab infra down {LAB}"
     assert infra.inputs["dir"] == str(REPO)
     assert infra.inputs["triggers"] == [infra_digest(plan.doc)]
     assert infra.delete_before_replace
@@ -32,8 +32,8 @@ def test_lab_commands(stack: Callable[..., RecordingMocks]) -> None:
 
     for node in plan.doc["nodes"]:
         c = cmds[f"{node['name']}-lab"]
-        assert c.inputs["create"] == f"{q} lab node up {node['name']} --plan {LAB}"
-        assert c.inputs["delete"] == f"{q} lab node down {node['name']} --plan {LAB}"
+        assert c.inputs["create"] == f"{q} lab node up {LAB} {node['name']}"
+        assert c.inputs["delete"] == f"{q} lab node down {LAB} {node['name']}"
         assert c.inputs["dir"] == str(REPO)
         assert c.inputs["triggers"] == [node["expectation_digest"]]
         assert c.dependencies == [infra.urn], "a node boots only after the lab infrastructure"

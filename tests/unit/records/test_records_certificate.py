@@ -19,9 +19,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from typer.testing import CliRunner
 
+from clusterforge.cli.certificate import app
 from clusterforge.records import CheckResult, RecordsError, Store, signing
 from clusterforge.records import certificate as cm
-from clusterforge.records.cli import app
 
 NOW = datetime(2030, 5, 1, 8, 0, tzinfo=UTC)
 
@@ -438,7 +438,7 @@ def test_cli_verify_exit_codes(tmp_path: Path) -> None:
     assert res.exit_code == 0 and res.output.startswith("valid: ib-01 quick pass")
     expired = tmp_path / "expired.json"
     expired.write_text(json.dumps(make(issued_at=datetime(2020, 1, 1, tzinfo=UTC))))
-    res = runner.invoke(app, ["verify", str(expired), "--json"])
+    res = runner.invoke(app, ["verify", str(expired), "--format", "json"])
     assert res.exit_code == 3 and json.loads(res.output)["reasons"] == ["expired at 2020-01-31T00:00:00Z"]
     tampered = tmp_path / "tampered.json"
     tampered.write_text(json.dumps({**json.loads(good.read_text()), "tier": "full"}))

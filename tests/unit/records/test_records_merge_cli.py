@@ -47,7 +47,7 @@ def test_merge_brings_every_shard_into_one_database(tmp_path: Path, shards: dict
         assert len(runs) == 2
         assert {r.status for r in runs} == {"passed", "failed"}
     again = CliRunner().invoke(
-        app, ["records", "merge", *map(str, shards.values()), "--db", str(target), "--json"]
+        app, ["records", "merge", *map(str, shards.values()), "--db", str(target), "--format", "json"]
     )
     assert again.exit_code == 0, again.output
     added = json.loads(again.output)["added"]

@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from clusterforge import childenv
+from clusterforge.cli.certificate import app
 from clusterforge.records import certificate as cm
 from clusterforge.records import signing
-from clusterforge.records.cli import app
 
 NOW = datetime(2030, 5, 1, 8, 0, tzinfo=UTC)
 

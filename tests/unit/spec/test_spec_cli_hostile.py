@@ -56,7 +56,7 @@ def assert_refused(r: subprocess.CompletedProcess[str], tmp_path: Path, *needles
 
 
 def test_the_lab_spec_plans_within_the_memory_limit(tmp_path: Path) -> None:
-    r = plan(CLUSTERS / "lab.yaml", tmp_path, "--json")
+    r = plan(CLUSTERS / "lab.yaml", tmp_path, "--format", "json")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out" / "lab" / "plan.json").is_file()
 

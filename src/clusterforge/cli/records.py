@@ -19,6 +19,7 @@ from typing import Annotated
 
 import typer
 
+from clusterforge.cli.options import OutputOpt, emit, format_option, json_flag, pick_format
 from clusterforge.errors import ExitCode
 
 app = typer.Typer(
@@ -43,7 +44,9 @@ def merge(
             help="database merged into (default: $CLUSTERFORGE_DB or ~/.local/state/clusterforge/records.db)"
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the rows added per file as JSON")] = False,
+    fmt: Annotated[str, format_option("text", "json")] = "text",
+    output: OutputOpt = None,
+    as_json: Annotated[bool, json_flag()] = False,
 ) -> None:
     """Merge SHARDS into the records database (every file, and every certificate in it, checked before any
     is merged)."""
@@ -52,6 +55,7 @@ def merge(
     from clusterforge.records.shardcheck import check_shard
     from clusterforge.records.store import Store
 
+    as_json = pick_format(fmt, as_json) == "json"
     target = (db or default_db_path()).expanduser()
     problems = []
     for s in shards:
@@ -78,11 +82,13 @@ def merge(
         typer.echo("nothing merged", err=True)
         raise typer.Exit(ExitCode.BAD_INPUT)
     added: dict[str, dict[str, int]] = {}
+    lines = []
     with Store(target) as store:
         for s in shards:
             added[str(s)] = dataclasses.asdict(store.merge_from(s, trusted=trusted))
-            if not as_json:
-                counts = ", ".join(f"{k} {v}" for k, v in added[str(s)].items() if v)
-                typer.echo(f"merged {s} into {target}: {counts or 'nothing new'}")
-    if as_json:
-        typer.echo(json.dumps({"db": str(target), "added": added}, sort_keys=True))
+            counts = ", ".join(f"{k} {v}" for k, v in added[str(s)].items() if v)
+            lines.append(f"merged {s} into {target}: {counts or 'nothing new'}")
+    emit(
+        json.dumps({"db": str(target), "added": added}, sort_keys=True) if as_json else "\n".join(lines),
+        output,
+    )

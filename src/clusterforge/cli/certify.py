@@ -1,8 +1,5 @@
-"""``clusterforge certify SPEC [--tier quick|full] [--limit] [--admit] [--jobs N] [--junit P] [--json P]``.
-
-Mounted by the main CLI with ``app.add_typer(certify_app, name="certify")``; a thin face over
-:func:`clusterforge.flows.certify.certify_flow`.
-"""
+"""``clusterforge certify SPEC [--tier quick|full] [--limit] [--admit] [--jobs N] [--format text|json|junit]
+[--output FILE]``: a thin face over :func:`clusterforge.flows.certify.certify_flow`."""
 
 from __future__ import annotations
 
@@ -11,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from clusterforge.term import console
+from clusterforge.cli.options import OutputOpt, SpecArg, deprecated_option, format_option, human_console
 
 certify_app = typer.Typer(
     help="Certify nodes against the plan: validators per node, records, certificates, admission.\n\n"
@@ -25,10 +22,7 @@ certify_app = typer.Typer(
 
 @certify_app.callback(invoke_without_command=True)
 def certify(
-    spec: Annotated[
-        Path,
-        typer.Argument(help="cluster spec (YAML); default: $CLUSTERFORGE_SPEC", envvar="CLUSTERFORGE_SPEC"),
-    ],
+    spec: SpecArg,
     tier: Annotated[
         str, typer.Option(help="quick (state, seconds) | full (+ DCGM and bandwidth) | burnin")
     ] = "quick",
@@ -37,11 +31,13 @@ def certify(
     ] = None,
     admit: Annotated[bool, typer.Option("--admit", help="admit passing nodes, drain the others")] = False,
     jobs: Annotated[int | None, typer.Option(help="nodes certified at once (default: all)", min=1)] = None,
-    junit: Annotated[Path | None, typer.Option(help="write JUnit XML here")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="write the JSON results here")] = None,
+    fmt: Annotated[str, format_option("text", "json", "junit")] = "text",
+    output: OutputOpt = None,
+    junit: Annotated[Path | None, deprecated_option("--junit", "--format junit --output FILE")] = None,
+    json_out: Annotated[Path | None, deprecated_option("--json", "--format json --output FILE")] = None,
 ) -> None:
     """Run the validators of TIER on every selected node, record the run, issue certificates."""
     from clusterforge.flows.certify import Outputs, certify_flow
 
-    rc = certify_flow(spec, tier, limit, admit, console(), Outputs(junit=junit, json=json_out, jobs=jobs))
-    raise typer.Exit(rc)
+    outputs = Outputs(junit=junit, json=json_out, jobs=jobs, fmt=fmt, output=output)
+    raise typer.Exit(certify_flow(spec, tier, limit, admit, human_console(fmt, output), outputs))

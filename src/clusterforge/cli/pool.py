@@ -1,4 +1,4 @@
-"""`clusterforge pool ...`: status, admit and drain through the plan's pool manager (mounted by the root CLI).
+"""`clusterforge pool status|admit|drain [SPEC] NODE...`: the plan's pool manager (mounted by the root CLI).
 
 Exit codes: 0 ok; 1 the manager failed; 2 bad input; 3 a node was not admitted (drained or held).
 """
@@ -6,11 +6,13 @@ Exit codes: 0 ok; 1 the manager failed; 2 bad input; 3 a node was not admitted (
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from clusterforge.cli.options import OutputOpt, deprecated_option, emit, format_option, json_flag, split_spec
 from clusterforge.errors import ClusterforgeError, ExitCode
 from clusterforge.pool.base import sanitize_reason
 from clusterforge.targets import pool_manager as manager_for
@@ -22,13 +24,16 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-PlanOpt = Annotated[Path | None, typer.Option(help="plan.json (inventory/generated/<cluster>/plan.json)")]
-SpecOpt = Annotated[
-    Path | None,
-    typer.Option(
-        help="cluster spec, when --plan is not given (default $CLUSTERFORGE_SPEC)", envvar="CLUSTERFORGE_SPEC"
+SpecNodes = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="[SPEC] NODE...: SPEC (a spec YAML or plan.json, told apart by its .yaml/.yml/.json suffix; "
+        "default $CLUSTERFORGE_SPEC), then node names",
+        show_default=False,
     ),
 ]
+PlanOpt = Annotated[Path | None, deprecated_option("--plan", "the positional SPEC (plan.json or spec YAML)")]
+SpecOpt = Annotated[Path | None, deprecated_option("--spec", "the positional SPEC")]
 ManagerOpt = Annotated[str | None, typer.Option(help="file | slurm | kubernetes (default: the plan's)")]
 RegistryOpt = Annotated[
     Path | None,
@@ -43,7 +48,9 @@ DbOpt = Annotated[
 
 
 def plan_doc_from(plan: Path | None, spec: Path | None) -> dict[str, Any]:
-    """The plan of `--plan PLAN.json`, else compiled from `--spec` (nothing written)."""
+    """The plan of a plan.json (`plan`, or a `spec` ending in .json) or of a spec YAML (planned here)."""
+    if plan is None and spec is not None and spec.suffix.lower() == ".json":
+        plan, spec = spec, None
     if plan is not None:
         try:
             doc = json.loads(plan.read_text(encoding="utf-8"))
@@ -53,7 +60,7 @@ def plan_doc_from(plan: Path | None, spec: Path | None) -> dict[str, Any]:
             raise typer.BadParameter(f"{plan}: not a plan.json (no nodes)")
         return doc
     if spec is None:
-        raise typer.BadParameter("name the cluster: --plan PLAN.json or --spec SPEC (or CLUSTERFORGE_SPEC)")
+        raise typer.BadParameter("name the cluster: SPEC (a spec YAML or plan.json) or CLUSTERFORGE_SPEC")
     from clusterforge.plan import build_plan
     from clusterforge.spec import load_spec
 
@@ -70,34 +77,50 @@ def _pool() -> None:
     """Node pool: status, admit (admission policy), drain."""
 
 
+def _cluster(
+    args: list[str] | None, plan: Path | None, spec: Path | None
+) -> tuple[dict[str, Any], list[str]]:
+    """(plan document, node names) from `[SPEC] NODE...` or the deprecated --plan/--spec."""
+    if plan is not None or spec is not None:
+        return plan_doc_from(plan, spec), list(args or [])
+    env = os.environ.get("CLUSTERFORGE_SPEC")
+    given, nodes = split_spec(args or [], Path(env) if env else None)
+    return plan_doc_from(None, given), nodes
+
+
 @app.command()
 def status(
-    nodes: Annotated[list[str] | None, typer.Argument(help="nodes (default: every node of the plan)")] = None,
-    plan: PlanOpt = None,
-    spec: SpecOpt = None,
+    args: SpecNodes = None,
+    fmt: Annotated[str, format_option("text", "json")] = "text",
+    output: OutputOpt = None,
     manager: ManagerOpt = None,
     registry: RegistryOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    plan: PlanOpt = None,
+    spec: SpecOpt = None,
+    as_json: Annotated[bool, json_flag()] = False,
 ) -> None:
-    """State of each node in the pool manager: idle, busy, draining, drained, down, unknown; and why."""
-    doc = plan_doc_from(plan, spec)
-    names = list(nodes or [n["name"] for n in doc["nodes"]])
+    """State of each node in the pool manager: idle, busy, draining, drained, down, unknown; and why.
+
+    Every node of the plan unless NODEs are named."""
+    doc, nodes = _cluster(args, plan, spec)
+    names = nodes or [n["name"] for n in doc["nodes"]]
     try:
         states = manager_for(doc, manager, registry).status(names)
     except ClusterforgeError as exc:
         raise _fail(exc) from None
-    if as_json:
-        typer.echo(json.dumps([states[n].as_dict() for n in names], indent=2, sort_keys=True))
+    if as_json or fmt == "json":
+        emit(json.dumps([states[n].as_dict() for n in names], indent=2, sort_keys=True), output)
         return
     width = max((len(n) for n in names), default=4)
-    for n in names:
-        s = states[n]
-        typer.echo(f"{n:<{width}}  {s.state:<9} {s.reason}".rstrip())
+    emit(
+        "".join(f"{n:<{width}}  {states[n].state:<9} {states[n].reason}".rstrip() + "\n" for n in names),
+        output,
+    )
 
 
 @app.command()
 def admit(
-    nodes: Annotated[list[str], typer.Argument(help="nodes to admit")],
+    args: SpecNodes = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -113,11 +136,13 @@ def admit(
     registry: RegistryOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Apply the admission policy to NODES: admit with valid passing certificates, else drain (or hold)."""
+    """Apply the admission policy to NODEs: admit with valid passing certificates, else drain (or hold)."""
     from clusterforge.pool.admission import apply, decide, history_from_store
     from clusterforge.records import Store, signing
 
-    doc = plan_doc_from(plan, spec)
+    doc, nodes = _cluster(args, plan, spec)
+    if not nodes:
+        raise typer.BadParameter("name the nodes to admit: pool admit [SPEC] NODE...")
     known = {n["name"] for n in doc["nodes"]}
     unknown = [n for n in nodes if n not in known]
     if unknown:
@@ -143,8 +168,8 @@ def admit(
 
 @app.command()
 def drain(
-    nodes: Annotated[list[str], typer.Argument(help="nodes to drain")],
     reason: Annotated[str, typer.Option(help="why (prefixed `clusterforge:`; one line, no quotes)")],
+    args: SpecNodes = None,
     force: Annotated[bool, typer.Option("--force", help="replace a drain someone else made")] = False,
     plan: PlanOpt = None,
     spec: SpecOpt = None,
@@ -152,10 +177,12 @@ def drain(
     registry: RegistryOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Drain NODES with REASON (a node drained by someone else is left as it is unless --force)."""
+    """Drain NODEs with REASON (a node drained by someone else is left as it is unless --force)."""
     from clusterforge.records import Store
 
-    doc = plan_doc_from(plan, spec)
+    doc, nodes = _cluster(args, plan, spec)
+    if not nodes:
+        raise typer.BadParameter("name the nodes to drain: pool drain [SPEC] NODE... --reason TEXT")
     text = sanitize_reason(reason)
     try:
         pm = manager_for(doc, manager, registry)

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from clusterforge.cli.options import OutputOpt, emit, format_option, json_flag, pick_format
 from clusterforge.errors import ExitCode
 from clusterforge.records import certificate as certmod
 
@@ -32,45 +33,47 @@ def _certificate() -> None:
 @app.command()
 def verify(
     file: Annotated[Path, typer.Argument(help="certificate JSON")],
-    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    fmt: Annotated[str, format_option("text", "json")] = "text",
+    output: OutputOpt = None,
+    as_json: Annotated[bool, json_flag()] = False,
 ) -> None:
     """Verify FILE: signed by a trusted key, unchanged, consistent, within its validity period.
 
     Exit 0 valid; 3 invalid, unsigned, untrusted key or expired; 2 unreadable.
     """
+    fmt = pick_format(fmt, as_json)
     try:
         cert = certmod.load(file)
     except certmod.CertificateUnreadable as exc:
-        if as_json:
-            typer.echo(json.dumps({"file": str(file), "ok": False, "reasons": [str(exc)]}))
+        if fmt == "json":
+            emit(json.dumps({"file": str(file), "ok": False, "reasons": [str(exc)]}), output)
         else:
             typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(ExitCode.BAD_INPUT) from None
     result = certmod.verify(cert)
-    if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "file": str(file),
-                    "ok": result.ok,
-                    "reasons": result.reasons,
-                    "node": cert.get("node"),
-                    "tier": cert.get("tier"),
-                    "verdict": cert.get("verdict"),
-                    "valid_until": cert.get("valid_until"),
-                },
-                sort_keys=True,
-            )
-        )
+    if fmt == "json":
+        doc = {
+            "file": str(file),
+            "ok": result.ok,
+            "reasons": result.reasons,
+            "node": cert.get("node"),
+            "tier": cert.get("tier"),
+            "verdict": cert.get("verdict"),
+            "valid_until": cert.get("valid_until"),
+        }
+        emit(json.dumps(doc, sort_keys=True), output)
     elif result.ok:
-        typer.echo(
+        emit(
             f"valid: {cert['node']} {cert['tier']} {cert['verdict']} until {cert['valid_until']} "
-            f"(expectation {cert['expectation_digest'][:12]})"
+            f"(expectation {cert['expectation_digest'][:12]})",
+            output,
         )
     else:
         typer.echo(f"INVALID: {file}", err=True)
         for reason in result.reasons:
             typer.echo(f"  - {reason}", err=True)
+        if output is not None:
+            emit("\n".join([f"INVALID: {file}", *(f"  - {r}" for r in result.reasons)]), output)
     raise typer.Exit(ExitCode.OK if result.ok else ExitCode.NOT_AS_DECLARED)
 
 

@@ -1,4 +1,4 @@
-"""`clusterforge lab ...`: a Typer sub-app (mount as `app.add_typer(lab_cli.app, name="lab")`)."""
+"""`clusterforge lab ...`: the local lab (SPEC first where a command takes one; default: the lab plan)."""
 
 from __future__ import annotations
 
@@ -6,17 +6,27 @@ import importlib
 import json
 import logging
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from clusterforge.cli.options import (
+    OutputOpt,
+    deprecated_option,
+    emit,
+    format_option,
+    json_flag,
+    pick_format,
+    spec_from,
+    split_spec,
+)
 from clusterforge.errors import ClusterforgeError
-from clusterforge.lab import cleanup
-from clusterforge.lab.lab import Lab
+from clusterforge.extras import require
+
+if TYPE_CHECKING:
+    from clusterforge.lab.lab import Lab
 
 DEFAULT_PLAN = Path("inventory/generated/lab/plan.json")
 app = typer.Typer(
@@ -29,20 +39,49 @@ node_app = typer.Typer(help="One node at a time (so a Pulumi resource can own ea
 app.add_typer(infra_app, name="infra")
 app.add_typer(node_app, name="node")
 
-PlanOpt = Annotated[
-    Path | None, typer.Option("--plan", help="plan.json, or a spec YAML (planned on the fly)")
-]
+PlanOpt = Annotated[Path | None, deprecated_option("--plan", "the positional SPEC")]
 SpecArg = Annotated[Path | None, typer.Argument(help="spec YAML or plan.json (default: the lab plan)")]
+NodeArgs = Annotated[
+    list[str],
+    typer.Argument(
+        help="[SPEC] NODE: the spec YAML or plan.json (default: the lab plan), then the node",
+        show_default=False,
+    ),
+]
+
+
+def _node_args(
+    args: list[str], plan: Path | None, names: str, variadic: bool = False
+) -> tuple[Path | None, list[str]]:
+    """`[SPEC] NODE ...` → (spec, [NODE, ...]). With a fixed count of names, one argument more is the spec;
+    before a variable tail (ssh's command) the spec is told by its suffix (.yaml, .yml, .json)."""
+    n = len(names.split())
+    if variadic:
+        spec, rest = split_spec(args, None)
+    else:
+        spec, rest = (Path(args[0]), list(args[1:])) if len(args) == n + 1 else (None, list(args))
+        if len(rest) != n:
+            raise typer.BadParameter(f"expected [SPEC] {names}; got {' '.join(args) or 'nothing'}")
+    spec = spec_from(spec, ("--plan", plan))
+    if len(rest) < n:
+        raise typer.BadParameter(f"expected [SPEC] {names}; got {' '.join(args) or 'nothing'}")
+    return spec, rest
 
 
 def _lab(plan: Path | None, spec: Path | None = None) -> Lab:
+    spec = spec_from(spec, ("--plan", plan))
+    plan = None
+    require("lab", "the lab")
+    from clusterforge.lab.lab import Lab
+
     if os.geteuid() != 0:
         typer.echo("the lab needs root (netns, bridges, systemd-nspawn): run it with sudo", err=True)
         raise typer.Exit(2)
     source = plan or spec or DEFAULT_PLAN
     if source == DEFAULT_PLAN and not source.exists():
         typer.echo(
-            f"no {DEFAULT_PLAN}: run `clusterforge plan inventory/clusters/lab.yaml` or pass --plan", err=True
+            f"no {DEFAULT_PLAN}: run `clusterforge plan inventory/clusters/lab.yaml` or name the SPEC",
+            err=True,
         )
         raise typer.Exit(2)
     return Lab(source)
@@ -77,18 +116,27 @@ def down(spec: SpecArg = None, plan: PlanOpt = None) -> None:
 @app.command()
 def purge() -> None:
     """Remove every lab trace from the host (any cluster), without needing a plan."""
+    require("lab", "the lab")
     if os.geteuid() != 0:
         raise typer.Exit(2)
+    from clusterforge.lab import cleanup
+
     found = cleanup.purge()
     typer.echo(json.dumps({k: v for k, v in found.items() if v}, indent=1) or "{}")
 
 
 @app.command()
-def status(spec: SpecArg = None, plan: PlanOpt = None, as_json: bool = typer.Option(False, "--json")) -> None:
+def status(
+    spec: SpecArg = None,
+    fmt: Annotated[str, format_option("text", "json")] = "text",
+    output: OutputOpt = None,
+    plan: PlanOpt = None,
+    as_json: Annotated[bool, json_flag()] = False,
+) -> None:
     """Nodes (state, boots, SSH, memory) and infrastructure."""
     st = _lab(plan, spec).status()
-    if as_json:
-        typer.echo(json.dumps(st, indent=1))
+    if pick_format(fmt, as_json) == "json":
+        emit(json.dumps(st, indent=1), output)
         return
     infra = st["infra"]
     typer.echo(
@@ -105,20 +153,26 @@ def status(spec: SpecArg = None, plan: PlanOpt = None, as_json: bool = typer.Opt
 
 
 @app.command()
-def ssh(node: str, cmd: Annotated[list[str] | None, typer.Argument()] = None, plan: PlanOpt = None) -> None:
+def ssh(
+    args: Annotated[list[str], typer.Argument(help="[SPEC] NODE [CMD...]", show_default=False)],
+    plan: PlanOpt = None,
+) -> None:
     """SSH into a node as root (strict host-key checking against the lab's known_hosts)."""
-    lab = _lab(plan)
-    argv = lab.ssh_argv(node, *(cmd or []))
+    spec, (node, *cmd) = _node_args(args, plan, "NODE", variadic=True)
+    lab = _lab(None, spec)
+    argv = lab.ssh_argv(node, *cmd)
     if not cmd:
         argv.insert(1, "-t")
     os.execvp(argv[0], argv)
 
 
 @app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def exec_(ctx: typer.Context, node: str, plan: PlanOpt = None) -> None:
-    """Run a command inside NODE through its namespaces (works with sshd stopped): lab exec NODE -- CMD."""
-    lab = _lab(plan)
-    argv = [a for a in ctx.args if a != "--"] or ["/bin/bash"]
+def exec_(ctx: typer.Context, plan: PlanOpt = None) -> None:
+    """Run a command inside NODE through its namespaces (works with sshd stopped): lab exec [SPEC] NODE --
+    CMD."""
+    spec, (node, *cmd) = _node_args([a for a in ctx.args if a != "--"], plan, "NODE", variadic=True)
+    lab = _lab(None, spec)
+    argv = cmd or ["/bin/bash"]
     r = lab.exec(node, argv, input=None if sys.stdin.isatty() else sys.stdin.read(), timeout=3600)
     sys.stdout.write(r.stdout)
     sys.stderr.write(r.stderr)
@@ -126,28 +180,36 @@ def exec_(ctx: typer.Context, node: str, plan: PlanOpt = None) -> None:
 
 
 @app.command()
-def reset(node: str, plan: PlanOpt = None) -> None:
+def reset(args: NodeArgs, plan: PlanOpt = None) -> None:
     """Return NODE to the pristine image (same name, addresses and host key)."""
-    _run(lambda: _lab(plan).reset(node))
+    spec, (node, *_) = _node_args(args, plan, "NODE")
+    _run(lambda: _lab(None, spec).reset(node))
 
 
 @app.command()
-def snapshot(node: str, tag: str = "default", plan: PlanOpt = None) -> None:
+def snapshot(args: NodeArgs, tag: str = "default", plan: PlanOpt = None) -> None:
     """Save NODE's overlay (e.g. after provisioning) for a fast `lab restore`."""
-    lab = _lab(plan)
+    spec, (node, *_) = _node_args(args, plan, "NODE")
+    lab = _lab(None, spec)
     _run(lambda: typer.echo(lab.snapshot(node, tag)))
 
 
 @app.command()
-def restore(node: str, tag: str = "default", plan: PlanOpt = None) -> None:
+def restore(args: NodeArgs, tag: str = "default", plan: PlanOpt = None) -> None:
     """Put NODE back to a snapshot and boot it."""
-    _run(lambda: _lab(plan).restore(node, tag))
+    spec, (node, *_) = _node_args(args, plan, "NODE")
+    _run(lambda: _lab(None, spec).restore(node, tag))
 
 
 @app.command()
-def fault(node: str, kind: str, clear: bool = typer.Option(False, "--clear"), plan: PlanOpt = None) -> None:
+def fault(
+    args: Annotated[list[str], typer.Argument(help="[SPEC] NODE KIND", show_default=False)],
+    clear: bool = typer.Option(False, "--clear"),
+    plan: PlanOpt = None,
+) -> None:
     """Inject (or --clear) a simulated hardware fault in NODE (implemented by the simulator)."""
-    lab = _lab(plan)
+    spec, (node, kind, *_) = _node_args(args, plan, "NODE KIND")
+    lab = _lab(None, spec)
     faults = importlib.import_module("clusterforge.lab.sim.faults")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -172,26 +234,14 @@ def infra_down(spec: SpecArg = None, plan: PlanOpt = None) -> None:
 
 
 @node_app.command("up")
-def node_up(name: str, plan: PlanOpt = None, wait: bool = True, timeout: float = 60.0) -> None:
+def node_up(args: NodeArgs, plan: PlanOpt = None, wait: bool = True, timeout: float = 60.0) -> None:
     """Boot one node (idempotent; cleans up the remains of a crashed one first)."""
-    _run(lambda: _lab(plan).node_up(name, wait=wait, timeout=timeout))
+    spec, (name, *_) = _node_args(args, plan, "NODE")
+    _run(lambda: _lab(None, spec).node_up(name, wait=wait, timeout=timeout))
 
 
 @node_app.command("down")
-def node_down(name: str, plan: PlanOpt = None) -> None:
+def node_down(args: NodeArgs, plan: PlanOpt = None) -> None:
     """Stop one node for good (its overlay is kept: `node up` boots it as it was)."""
-    _run(lambda: _lab(plan).node_down(name))
-
-
-def main() -> None:  # `python -m clusterforge.lab.cli` until the lead mounts the sub-app
-    if shutil.which("systemd-nspawn") is None:
-        typer.echo("systemd-nspawn missing: run scripts/install-system-deps.sh", err=True)
-    try:
-        app()
-    except subprocess.CalledProcessError as e:
-        typer.echo(f"command failed: {e}", err=True)
-        raise SystemExit(1) from e
-
-
-if __name__ == "__main__":
-    main()
+    spec, (name, *_) = _node_args(args, plan, "NODE")
+    _run(lambda: _lab(None, spec).node_down(name))

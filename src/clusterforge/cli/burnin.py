@@ -1,7 +1,5 @@
-"""Typer apps: `burnin_app` (`clusterforge burnin`) and `report_app` (`clusterforge report burnin`).
+"""`clusterforge burnin SPEC`: burn-in runs on drained nodes (mounted by the root CLI).
 
-Mounted by the root CLI with `app.add_typer(burnin_app, name="burnin")` and `app.add_typer(report_app,
-name="report")`; also runnable as `python -m clusterforge.burnin.cli burnin ...` / `... report burnin ...`.
 Exit codes: 0 every node passed; 1 the tool failed (nodes locked by another live run, pool or SSH setup
 failed); 2 bad input; 3 some node or fabric component failed burn-in.
 """
@@ -14,8 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
+from clusterforge.cli.options import OutputOpt, emit, format_option, human_console
 from clusterforge.errors import ClusterforgeError, ExitCode
-from clusterforge.term import console as term_console
+from clusterforge.progress import NodeProgress, Summaries, aggregate
 from clusterforge.term import literal, safe
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])", re.I)
@@ -27,12 +26,6 @@ burnin_app = typer.Typer(
     add_completion=False,
     # a group parses options only before its arguments unless told otherwise: `burnin SPEC --iterations 3`
     context_settings={"allow_interspersed_args": True},
-)
-report_app = typer.Typer(
-    help="Reports of recorded runs.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
 )
 
 
@@ -83,6 +76,8 @@ def burnin(
         float, typer.Option(help="run-to-run coefficient of variation that flags a unit")
     ] = 0.05,
     html: Annotated[Path | None, typer.Option(help="also write the HTML report here")] = None,
+    fmt: Annotated[str, format_option("text", "json")] = "text",
+    output: OutputOpt = None,
 ) -> None:
     """Burn in drained nodes: repeat the full-tier performance tests, pairwise ib_write_bw on every leaf and
     cable, multi-node all_reduce; flag outliers against the fleet; certify (tier burnin) or drain."""
@@ -93,7 +88,7 @@ def burnin(
     from clusterforge.burnin.suite import SuiteOptions
     from clusterforge.flows import burnin as runner
 
-    console = term_console()
+    console = human_console(fmt, output)
     if resume is None and (duration is None) == (iterations is None):
         raise typer.BadParameter("give --duration or --iterations (one of the two), or --resume RUN")
     if launcher not in ("slurm", "mpirun", "none"):
@@ -111,17 +106,20 @@ def burnin(
             slurm_mpi,
             jobs,
         )
-        out = runner.run(
-            plan_doc,
-            inventory,
-            names,
-            opts,
-            spec_path=str(spec_path.resolve()),
-            resume=resume,
-            db_path=db,
-            admit=admit,
-            say=lambda s: console.print(literal(s), highlight=False, soft_wrap=True),
-        )
+        nodes = NodeProgress(names)  # single-node suites per iteration: summary lines at scale / in CI
+        with Summaries(console, nodes, "burn-in suites", aggregate(console, len(names))):
+            out = runner.run(
+                plan_doc,
+                inventory,
+                names,
+                opts,
+                spec_path=str(spec_path.resolve()),
+                resume=resume,
+                db_path=db,
+                admit=admit,
+                say=lambda s: console.print(literal(s), highlight=False, soft_wrap=True),
+                progress=nodes,
+            )
     except BurninError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(int(ExitCode.BAD_INPUT)) from exc
@@ -130,7 +128,10 @@ def burnin(
         raise typer.Exit(int(exc.exit_code)) from exc
     _summary(console, out)
     if html is not None:
-        _write_report(out.burnin_id, html, None, db)
+        write_report(out.burnin_id, "html", html, db)
+        console.print(literal(f"wrote {html}"), highlight=False)
+    if fmt == "json":
+        write_report(out.burnin_id, "json", output, db)
     raise typer.Exit(out.exit_code)
 
 
@@ -182,48 +183,12 @@ def _summary(console: object, out: object) -> None:
         console.print(literal(f"  fabric: {f.summary}"), highlight=False, soft_wrap=True)
 
 
-def _write_report(run: str, html_out: Path | None, json_out: Path | None, db: Path | None) -> None:
+def write_report(run: str, fmt: str, output: Path | None, db: Path | None) -> None:
+    """Burn-in run RUN's report as html or json, to `output` or stdout."""
     from clusterforge.burnin import report
     from clusterforge.burnin.db import BurninDB
     from clusterforge.records._util import default_db_path
 
     with BurninDB(db or default_db_path()) as bdb:
         rid = bdb.get(run).id
-        if html_out is not None:
-            html_out.write_text(report.to_html(bdb, rid), encoding="utf-8")
-            typer.echo(f"wrote {html_out}")
-        if json_out is not None:
-            json_out.write_text(report.to_json(bdb, rid) + "\n", encoding="utf-8")
-            typer.echo(f"wrote {json_out}")
-
-
-@report_app.callback()
-def _report() -> None:
-    """Reports of recorded runs."""
-
-
-@report_app.command("burnin")
-def report_burnin(
-    run: Annotated[str, typer.Argument(help="burn-in run id (a unique prefix will do)")],
-    html: Annotated[Path | None, typer.Option(help="write the HTML report here")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="write the JSON report here")] = None,
-    db: Annotated[Path | None, typer.Option(help="records database (default $CLUSTERFORGE_DB)")] = None,
-) -> None:
-    """The burn-in report: verdicts, suspected components, fleet and per-node plots (HTML), or JSON."""
-    from clusterforge.burnin.db import BurninError
-
-    if html is None and json_out is None:
-        raise typer.BadParameter("give --html FILE and/or --json FILE")
-    try:
-        _write_report(run, html, json_out, db)
-    except BurninError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(int(ExitCode.BAD_INPUT)) from exc
-
-
-main_app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
-main_app.add_typer(burnin_app, name="burnin")
-main_app.add_typer(report_app, name="report")
-
-if __name__ == "__main__":
-    main_app()
+        emit(report.to_html(bdb, rid) if fmt == "html" else report.to_json(bdb, rid) + "\n", output)
