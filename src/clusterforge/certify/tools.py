@@ -119,6 +119,12 @@ def cannot_certify(tool: Tool) -> str:
     )
 
 
+def cannot_run(tool: str, why: str) -> str:
+    """``cannot certify: nvbandwidth timed out after 600 s``: the tool was there but measured nothing (it
+    crashed, hung or printed nothing a parser recognises), so no hardware is judged from it."""
+    return f"{MISSING_PREFIX} {tool} {why}"
+
+
 _CANNOT = re.compile(re.escape(MISSING_PREFIX) + r" [^()]*? (?:missing|not running) \([^()]*\)")
 
 
