@@ -1,4 +1,5 @@
-"""Software against the plan's pins: driver, CUDA, NCCL, DCGM, RDMA stack, NIC firmware, VBIOS; time sync.
+"""Software against the plan's pins: driver, CUDA, NCCL, DCGM, RDMA stack, NIC firmware, VBIOS, system BIOS;
+time sync. The system BIOS version is read from the node's BMC over Redfish, from the controller.
 
 Packages are read with the node's own package manager, chosen from ``/etc/os-release``: ``dpkg-query`` on
 the Debian family, ``rpm -qa`` on the Red Hat family; versions are matched with that family's rules."""
@@ -9,7 +10,7 @@ import ipaddress
 
 import pytest
 
-from clusterforge.certify import readers
+from clusterforge.certify import readers, redfish
 from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad, prefetches
 from clusterforge.certify.commands import argv
 from clusterforge.certify.expect import NodeExpect
@@ -154,6 +155,13 @@ def test_vbios(node: NodeExpect, probe: Probe) -> None:
     pin = node.software["vbios"]
     bad = {g.bus_id: g.vbios_version for g in smi(probe).gpus if g.vbios_version != pin}
     expect_none_bad("GPU VBIOS", bad, f"{pin} on every GPU", hint("vbios", node.name))
+
+
+@pytest.mark.applies(lambda n: bool(n.software.get("bios")))
+def test_bios(node: NodeExpect) -> None:
+    """``software.bios`` against the ``BiosVersion`` of the node's ComputerSystem, read from its BMC over
+    Redfish with the bios role's account (a node with the pin but no BMC in the spec is an error)."""
+    redfish.check_bios_version(node)
 
 
 CHRONY_UNITS = ("chrony.service", "chronyd.service")

@@ -315,7 +315,8 @@ def certify_nodes(
     workdir = workdir or Path(tempfile.mkdtemp(prefix="cf-certify-"))
     workdir.mkdir(parents=True, exist_ok=True)
     ssh = ssh_setup(plan_doc, inventory, nodes)
-    env = PYTEST_ENV | lab_env(plan_doc)  # lab_env: the lab BMCs' account, for the bios validator (full)
+    # lab_env: the lab BMCs' account, for the Redfish checks (software.bios: quick; bios attributes: full)
+    env = PYTEST_ENV | lab_env(plan_doc)
     out: dict[str, NodeResult] = {}
     lock = threading.Lock()
 
