@@ -45,6 +45,7 @@ _TOOLS = (
     Tool("ibv_devinfo", "ibverbs-utils", "rdma", "rdma_packages"),
     Tool("mlnx_qos", "mlnx-tools", "rdma", "roce_qos"),
     Tool("mlxconfig", "mft", "rdma", "mlxconfig"),
+    Tool("mlxfwmanager", "mft", "rdma", "mlxconfig"),
     # nvidia_gpu role: driver, DCGM
     Tool("nvidia-smi", "nvidia driver utilities", "nvidia_gpu", "gpu_driver"),
     Tool("dcgmi", "datacenter-gpu-manager", "nvidia_gpu", "dcgm"),

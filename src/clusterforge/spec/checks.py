@@ -12,6 +12,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 
 from clusterforge.errors import Problem
+from clusterforge.spec import doca
 from clusterforge.spec.checks_cabling import cabling_checks
 from clusterforge.spec.checks_net import Bad, addressing_checks, fabric_checks
 from clusterforge.spec.layout import NodeSlot, node_slots, rack_name
@@ -251,6 +252,16 @@ def _software_and_policy(x: _Ctx) -> None:
                     f"unknown threshold '{key}'",
                     f"did you mean '{near[0]}'?" if near else "correct the threshold name",
                 )
+    rdma = c.software.rdma
+    if rdma.stack == "doca-ofed" and doca.expected_ofed(rdma.version) is None:
+        bad(
+            ("software", "rdma", "version"),
+            f"a DOCA-Host release clusterforge knows ({', '.join(doca.releases())}) or a DOCA-OFED "
+            "version (YY.MM[-x.y.z], as `ofed_info -s` prints it)",
+            rdma.version,
+            "pin a listed release, or the DOCA-OFED version itself; a new release goes into "
+            "src/clusterforge/spec/catalog/software/doca.yaml with its DOCA-OFED version",
+        )
     roce = c.tuning.roce
     if roce.cnp_priority == roce.lossless_priority:
         bad(
