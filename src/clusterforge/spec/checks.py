@@ -46,6 +46,7 @@ def cross_checks(
     ctx = _Ctx(c, skus, unresolved, bad, node_slots(c))
     _names(ctx)
     _pools(ctx)
+    _eth_nics(ctx)
     fabric_checks(c, skus, bad)
     addressing_checks(c, ctx.slots, bad)
     _racks(ctx)
@@ -186,6 +187,32 @@ def _node_entries(x: _Ctx, i: int, sku: Sku) -> None:
                     f"a MAC key of SKU {sku.name} ({', '.join(mac_keys)})",
                     f"'{key}'",
                     "use 'mgmt' or a compute-rail netdev name",
+                )
+
+
+def _eth_nics(x: _Ctx) -> None:
+    """The management and storage networks use no more NICs per node than every pool's SKU has
+    (`management_nic.count`, `storage_nics.count`)."""
+    c, bad = x.c, x.bad
+    seen: set[tuple[str, str]] = set()
+    for p in c.pools:
+        sku = x.skus.get(p.sku)
+        if sku is None:
+            continue
+        for net_name, net, nics in (
+            ("management", c.fabrics.management, sku.management_nic),
+            ("storage", c.fabrics.storage, sku.storage_nics),
+        ):
+            if net is None or not net.nics_per_node:
+                continue
+            what = "management_nic" if net_name == "management" else "storage_nics"
+            if net.nics_per_node > nics.count and (net_name, sku.name) not in seen:
+                seen.add((net_name, sku.name))
+                bad(
+                    ("fabrics", net_name, "nics_per_node"),
+                    f"at most the {nics.count} {net_name} NIC(s) of SKU {sku.name} ({what}.count)",
+                    str(net.nics_per_node),
+                    f"set nics_per_node <= {nics.count}, or use a SKU with more {net_name} NICs",
                 )
 
 
