@@ -1,4 +1,5 @@
-"""Software against the plan's pins: driver, CUDA, NCCL, DCGM, RDMA stack, NIC firmware, VBIOS; time sync.
+"""Software against the plan's pins: driver, CUDA, NCCL, DCGM, RDMA stack, NIC firmware, VBIOS, system BIOS;
+time sync. The system BIOS version is read from the node's BMC over Redfish, from the controller.
 
 Packages are read with the node's own package manager, chosen from ``/etc/os-release``: ``dpkg-query`` on
 the Debian family, ``rpm -qa`` on the Red Hat family; versions are matched with that family's rules."""
@@ -9,10 +10,10 @@ import ipaddress
 
 import pytest
 
-from clusterforge.certify import readers
+from clusterforge.certify import readers, redfish
 from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad, prefetches
 from clusterforge.certify.fixes import hint
-from clusterforge.hw import ibstat, ofed_info
+from clusterforge.hw import ibstat, mlxfwmanager, ofed_info
 from clusterforge.hw.nvidia_smi import NvidiaSmiQ, parse_q
 from clusterforge.hw.packages import (
     DPKG_QUERY_CMD,
@@ -25,6 +26,7 @@ from clusterforge.hw.packages import (
 from clusterforge.hw.pkgversion import matches_pin
 from clusterforge.plan.expect import NodeExpect
 from clusterforge.remote.commands import argv
+from clusterforge.spec import doca
 
 pytestmark = pytest.mark.quick
 
@@ -115,9 +117,11 @@ def test_dcgm(node: NodeExpect, probe: Probe) -> None:
 
 
 def test_rdma(node: NodeExpect, probe: Probe) -> None:
-    """The pinned RDMA stack: the distribution's ``rdma-core`` package at the pin, or, for DOCA-OFED /
-    MLNX_OFED, the version ``ofed_info -s`` prints (the pin may name the whole version or its leading part,
-    e.g. ``25.10``); a ``doca-ofed`` package at the pin is accepted too (DOCA release numbering)."""
+    """The pinned RDMA stack: the distribution's ``rdma-core`` package at the pin; for DOCA-OFED, the
+    version ``ofed_info -s`` prints against the DOCA-OFED version of the pinned DOCA-Host release
+    (``clusterforge.spec.doca``: ``2.10.0`` → ``25.01-0.6.0``, and the ``doca-ofed`` profile package at the
+    release) or the pinned DOCA-OFED version itself (a leading part such as ``25.10`` matches); MLNX_OFED:
+    ``ofed_info -s`` against the pin."""
     pin = node.software["rdma"]
     stack, version = pin.get("stack"), str(pin["version"])
     if stack in DISTRO_STACKS:
@@ -126,27 +130,64 @@ def test_rdma(node: NodeExpect, probe: Probe) -> None:
         return
     if stack not in OFED_STACKS:
         raise CheckError(f"unknown RDMA stack {stack!r} in the plan (expected {DISTRO_STACKS + OFED_STACKS})")
+    want = doca.expected_ofed(version) if stack == "doca-ofed" else version
+    if want is None:  # the spec check rejects it; a plan.json edited by hand may still carry one
+        raise CheckError(
+            f"DOCA-Host {version} is not in clusterforge's DOCA table "
+            "(src/clusterforge/spec/catalog/software/doca.yaml): the DOCA-OFED version it installs is unknown"
+        )
     info = probe.parse(OFED_INFO, ofed_info.parse)  # missing ofed_info: error, naming the tool
     ok_pkg, pkg_found = _pinned_package(packages(probe), ["doca-ofed"], version)
+    release = stack == "doca-ofed" and version in doca.releases()  # then its profile package at the pin too
     expect(
-        info.matches(version) or ok_pkg,
+        info.matches(want) and (ok_pkg or not release),
         f"{stack} ({OFED_INFO})",
-        version,
+        want if want == version else f"{want} (DOCA-OFED of DOCA-Host {version})",
         f"{info.flavour}-{info.version}; package {pkg_found}",
         hint("rdma_stack", node.name),
     )
 
 
+#: whether MFT's mlxfwmanager is on the node (its path, or nothing; never a missing-tool error)
+MLXFW_PRESENT = "command -v mlxfwmanager || true"
+
+
+def mlxfw_query(pci: str) -> str:
+    return argv("mlxfwmanager", "--query", "-d", pci)
+
+
+def _firmware_by_mlxfwmanager(node: NodeExpect, probe: Probe) -> dict[str, str] | None:
+    """Each rail HCA's running firmware from ``mlxfwmanager --query -d <pci>`` (MFT), or None when MFT is
+    not installed or a rail has no PCI address in the plan (then ``ibstat`` is read)."""
+    if not probe.run(MLXFW_PRESENT).strip() or not all(r.pci for r in node.rails):
+        return None
+    found = {}
+    for r in node.rails:
+        devices = probe.parse(mlxfw_query(r.pci), mlxfwmanager.parse)
+        if len(devices) != 1:
+            raise CheckError(
+                f"mlxfwmanager --query -d {r.pci} ({r.hca}) listed {len(devices)} devices, not 1"
+            )
+        found[r.hca] = devices[0].firmware
+    return found
+
+
 @pytest.mark.applies(lambda n: bool(n.software.get("nic_firmware")))
 def test_nic_firmware(node: NodeExpect, probe: Probe) -> None:
+    """Every rail HCA runs the pinned firmware: read with MFT's ``mlxfwmanager --query`` when it is installed
+    (the rdma role installs MFT with DOCA-OFED), else from ``ibstat``; the source is named."""
     pin = node.software["nic_firmware"]
-    cas = {ca.name: ca for ca in probe.parse("ibstat", ibstat.parse)}
-    bad = {
-        r.hca: (cas[r.hca].firmware_version if r.hca in cas else "absent")
-        for r in node.rails
-        if r.hca not in cas or cas[r.hca].firmware_version != pin
-    }
-    expect_none_bad("compute NIC firmware", bad, f"{pin} on every rail HCA", hint("nic_firmware", node.name))
+    found = _firmware_by_mlxfwmanager(node, probe)
+    source = "mlxfwmanager --query"
+    if found is None:
+        source = "ibstat (mlxfwmanager not installed)"
+        cas = {ca.name: ca for ca in probe.parse("ibstat", ibstat.parse)}
+        found = {r.hca: (cas[r.hca].firmware_version if r.hca in cas else "absent") for r in node.rails}
+    probe.note("nic_firmware_source", source)
+    bad = {hca: fw for hca, fw in found.items() if fw != pin}
+    expect_none_bad(
+        f"compute NIC firmware ({source})", bad, f"{pin} on every rail HCA", hint("nic_firmware", node.name)
+    )
 
 
 @pytest.mark.applies(lambda n: bool(n.software.get("vbios")))
@@ -154,6 +195,13 @@ def test_vbios(node: NodeExpect, probe: Probe) -> None:
     pin = node.software["vbios"]
     bad = {g.bus_id: g.vbios_version for g in smi(probe).gpus if g.vbios_version != pin}
     expect_none_bad("GPU VBIOS", bad, f"{pin} on every GPU", hint("vbios", node.name))
+
+
+@pytest.mark.applies(lambda n: bool(n.software.get("bios")))
+def test_bios(node: NodeExpect) -> None:
+    """``software.bios`` against the ``BiosVersion`` of the node's ComputerSystem, read from its BMC over
+    Redfish with the bios role's account (a node with the pin but no BMC in the spec is an error)."""
+    redfish.check_bios_version(node)
 
 
 CHRONY_UNITS = ("chrony.service", "chronyd.service")
@@ -174,7 +222,7 @@ VIRT = "systemd-detect-virt --container"
 def commands(node: NodeExpect) -> list[str]:
     ofed = [OFED_INFO] if node.software.get("rdma", {}).get("stack") in OFED_STACKS else []
     return [
-        SMI_Q, OS_RELEASE, DPKG, RPM, *ofed, "ibstat", CHRONY_CONF,
+        SMI_Q, OS_RELEASE, DPKG, RPM, *ofed, "ibstat", MLXFW_PRESENT, CHRONY_CONF,
         *(chrony_show(u) for u in CHRONY_UNITS), VIRT,
     ]  # fmt: skip
 

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterforge.burnin import suite
+from clusterforge.burnin import measure, suite
 from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.pairs import Pair
+from clusterforge.burnin.unmeasured import unmeasured, why_unmeasured
 from clusterforge.hw import ParseError, perftest
 from clusterforge.plan.expect import NodeExpect
 from clusterforge.progress import NodeProgress
@@ -158,7 +159,7 @@ class Executor:
             sections = suite.split_sections(res.out)
             if not sections and res.rc:
                 self.unreachable[node.name] = (res.err.strip().splitlines() or [f"ssh exit {res.rc}"])[-1]
-        return suite.parse_node(node, sections, opts)
+        return measure.parse_node(node, sections, opts)
 
     def suites(self, nodes: Sequence[NodeExpect], opts: suite.SuiteOptions) -> dict[str, suite.NodeSample]:
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
@@ -199,15 +200,16 @@ class Executor:
                 gone = _server_missing(server)
                 if gone is not None:
                     return _pair_not_run(p, gone, p.b, detail)
-                return Measurement(
+                said = "".join(lines)[-160:].strip() or "no output"
+                why = f"server not listening after {READY_S:.0f} s ({said})"
+                return unmeasured(
                     "ib_write_bw.pair",
                     p.a,
+                    "ib_write_bw",
+                    f"on {p.b}: {why}",
                     comp,
                     p.b,
-                    unit="Gb/s",
-                    detail=detail,
-                    error=f"server on {p.b} not listening after {READY_S:.0f} s: "
-                    f"{''.join(lines)[-200:].strip()}",
+                    detail | {"on": p.b},
                 )
             cmd = argv("ib_write_bw", *suite.ib_args(a, ra, port, opts, cuda=False), rb.ip)
             res = self.run(p.a, wrap(cmd, t), t)
@@ -249,11 +251,6 @@ class Executor:
         res = run_local(
             ["timeout", "-k", "5", str(opts.nccl_timeout_s), *argv], opts.nccl_timeout_s + GRACE_S, env=env
         )
-        err = (
-            ""
-            if res.rc == 0
-            else f"{argv[0]} exit {res.rc}: {(res.err.strip().splitlines() or [''])[-1][:200]}"
-        )
         gone = missing("all_reduce_perf", res.rc, res.out, res.err)
         if gone is not None:
             return Measurement(
@@ -264,10 +261,16 @@ class Executor:
                 error=cannot_certify(gone),
                 detail={"missing": gone.name, "install": gone.install},
             )
-        m = suite.nccl_measurement("all_reduce.group", label, res.out, err, peer=members)
-        if m.ok and res.rc != 0:
-            return Measurement(m.test, label, peer=members, unit="GB/s", error=err)
-        return m
+        return measure.allreduce_measurement(
+            "all_reduce.group",
+            label,
+            res.rc,
+            res.out,
+            res.err,
+            peer=members,
+            timeout_s=opts.nccl_timeout_s,
+            tool=f"all_reduce_perf (via {argv[0]})",
+        )
 
     def groups(
         self,
@@ -313,14 +316,20 @@ def _pair_not_run(p: Pair, tool: Tool, on: str, detail: dict[str, Any]) -> Measu
 
 
 def _pair_measurement(p: Pair, res: Result, detail: dict[str, Any]) -> Measurement:
+    """The client's run: a finished table, or a failure perftest reported itself (evidence for the pair
+    localisation); a crash, a hang or output cut short measured nothing (an error on the client node)."""
     comp = f"rail{p.rail}"
     try:
         bw = perftest.parse_bw(res.out) if res.out.strip() else None
-    except ParseError as exc:
-        bw, res = None, Result(res.rc, "", f"unparsable ib_write_bw output: {exc}")
-    if bw is None or bw.header.errors or not bw.header.completed or not bw.rows:
-        why = "; ".join(bw.header.errors) if bw is not None else ""
-        why = why or (res.err.strip().splitlines() or [f"exit {res.rc}"])[-1]
+    except ParseError:
+        bw = None
+    usable = bw is not None and bool(bw.header.errors or (bw.header.completed and bw.rows))
+    why = why_unmeasured(res.rc, res.out, res.err, usable)
+    if why:
+        return unmeasured("ib_write_bw.pair", p.a, "ib_write_bw", why, comp, p.b, detail | {"on": p.a})
+    assert bw is not None
+    if bw.header.errors or not bw.header.completed or not bw.rows:
+        why = "; ".join(bw.header.errors) or "did not complete"
         return Measurement("ib_write_bw.pair", p.a, comp, p.b, unit="Gb/s", error=why[:300], detail=detail)
     row = max(bw.rows, key=lambda x: x.bytes)
     return Measurement(

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from clusterforge.burnin.model import COUNTER_PREFIX, PERF_TESTS, Measurement
+from clusterforge.burnin.model import COUNTER_PREFIX, PERF_TESTS, UNMEASURED_KINDS, Measurement
 from clusterforge.burnin.verdicts import Evaluation
 
 BURNIN_PREFIX = "clusterforge: burnin"
@@ -34,12 +34,16 @@ def serials(rows: Iterable[tuple[int, Measurement]]) -> dict[str, dict[str, str]
 
 def cert_checks(ev: Evaluation, node: str) -> list[dict[str, Any]]:
     """One check per burn-in test for the certificate and the records (fail when a finding names it; error
-    when its tool was missing, so it measured nothing)."""
+    when its tool was missing, crashed or timed out, so it measured nothing)."""
     v = ev.nodes[node]
     failing: dict[str, list[str]] = defaultdict(list)
     erring: dict[str, list[str]] = defaultdict(list)
     for f in v.findings:
-        (erring if f.kind == "missing" else failing)[_check_id(f.test)].append(f.summary)
+        if f.kind in UNMEASURED_KINDS:  # every test the tool would have measured
+            for test in f.evidence.get("tests") or [f.test]:
+                erring[_check_id(test)].append(f.summary)
+        else:
+            failing[_check_id(f.test)].append(f.summary)
     found: dict[str, dict[str, Any]] = defaultdict(dict)
     for key, s in ev.units.items():
         test, n, comp, peer = key

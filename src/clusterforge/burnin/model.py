@@ -19,7 +19,9 @@ TESTS: dict[str, tuple[str, str | None, str]] = {
     "ecc.uncorrected": ("count", None, "GPU"),
 }
 PERF_TESTS = tuple(t for t, (u, _, _) in TESTS.items() if u in ("GB/s", "Gb/s"))
-COUNTER_PREFIX = "ibcounter."  # ibcounter.<sysfs counter name>, per rail
+COUNTER_PREFIX = "ibcounter."
+#: finding kinds of tests that measured nothing (verdict error, no component suspected)
+UNMEASURED_KINDS = ("missing", "not-run")  # ibcounter.<sysfs counter name>, per rail
 
 
 def unit_of(test: str) -> str:
@@ -54,6 +56,12 @@ class Measurement:
         """The tool (or daemon) that was missing, so nothing was measured: never evidence against hardware."""
         return str(self.detail.get("missing") or "")
 
+    @property
+    def unmeasured(self) -> str:
+        """The tool that measured nothing here (missing, crashed, timed out, output cut short or not
+        recognised, or never reached): an error naming it, never evidence against hardware."""
+        return str(self.detail.get("missing") or self.detail.get("not_run") or "")
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -68,7 +76,8 @@ class Finding:
     node: str
     component: str  # human: "rail 3 NIC mlx5_3", "GPU 0 (serial 1650...)", "leaf ib0-leaf-su0-r2"
     # low | variable | threshold | failed | dcgm | ecc | link-errors | link | ambiguous | leaf | path | group
-    # | missing (a tool or daemon was not there: no component, verdict error)
+    # | missing (a tool or daemon was not there) | not-run (its tool crashed, hung or printed nothing usable):
+    # no component, verdict error
     kind: str
     test: str
     summary: str  # one line, used in the drain reason

@@ -115,8 +115,8 @@ def evaluate(
     cfg = cfg or A.AnalysisConfig()
     plan, serials = Plan(plan_doc), serials or {}
     rows = list(rows)
-    units, _its = collect((it, m) for it, m in rows if not m.missing)
-    missing = _missing(rows, nodes)
+    units, _its = collect((it, m) for it, m in rows if not m.unmeasured)
+    missing = _unmeasured(rows, nodes)
     pair_kind = {(p.a, p.b, p.rail): p.kind for p in pairs}
     classes: dict[UnitKey, str] = {}
     for key in units:
@@ -212,7 +212,8 @@ def evaluate(
     verdicts = {}
     for n in nodes:
         seen = [m for k, v in units.items() if k[1] == n for _, m in v]
-        # fail only on what was measured; a missing tool makes the node `error` and suspects nothing
+        # fail only on what was measured; a tool that was missing, crashed or hung makes the node `error`
+        # and suspects nothing
         verdict = (
             "fail"
             if findings.get(n)
@@ -224,31 +225,41 @@ def evaluate(
     return Evaluation(verdicts, fabric, stats, classes, series, cfg, suspects)
 
 
-def _missing(rows: Sequence[tuple[int, Measurement]], nodes: Sequence[str]) -> dict[str, list[Finding]]:
-    """One finding per node and missing tool (no component: nothing was measured); a group test's missing
-    tool, whose node is unknown, under the key ``""`` (fabric)."""
-    seen: dict[tuple[str, str], Finding] = {}
-    count: dict[tuple[str, str], int] = defaultdict(int)
+def _unmeasured(rows: Sequence[tuple[int, Measurement]], nodes: Sequence[str]) -> dict[str, list[Finding]]:
+    """One finding per node and tool that measured nothing (missing: kind ``missing``; crashed, timed out,
+    output cut short: kind ``not-run``), with no component; a group test's, whose node is unknown, under
+    the key ``""`` (fabric)."""
+    seen: dict[tuple[str, str, str], Finding] = {}
+    count: dict[tuple[str, str, str], int] = defaultdict(int)
     known = set(nodes)
     for it, m in rows:
-        if not m.missing:
+        tool = m.unmeasured
+        if not tool:
             continue
         on = str(m.detail.get("on") or m.node)
         on = on if on in known else ""
-        key = (on, m.missing)
+        kind = "missing" if m.missing else "not-run"
+        key = (on, tool, kind)
         count[key] += 1
         if key not in seen:
             seen[key] = Finding(
                 on,
                 "",
-                "missing",
+                kind,
                 m.test,
                 m.error.split(": ", 1)[1] if m.error.startswith(f"{on}: ") else m.error,
-                evidence={"tool": m.missing, "install": m.detail.get("install"), "first_iteration": it},
+                evidence={
+                    "tool": tool,
+                    "install": m.detail.get("install"),
+                    "first_iteration": it,
+                    "tests": [],
+                },
             )
+        if m.test not in seen[key].evidence["tests"]:
+            seen[key].evidence["tests"].append(m.test)
     out: dict[str, list[Finding]] = defaultdict(list)
-    for (on, tool), f in sorted(seen.items()):
-        f.evidence["measurements"] = count[(on, tool)]
+    for (on, _tool, _kind), f in sorted(seen.items()):
+        f.evidence["measurements"] = count[(on, _tool, _kind)]
         out[on].append(f)
     return dict(out)
 

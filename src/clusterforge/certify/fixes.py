@@ -34,6 +34,11 @@ FIXES: dict[str, Fix] = {
     "fabricmanager": Fix("nvidia_gpu", "fabricmanager"),
     "peermem": Fix("nvidia_gpu", "peermem"),
     "vbios": Fix(action="flash the pinned VBIOS with the vendor's tool, then re-certify"),
+    # system firmware: no clusterforge role flashes it
+    "bios_version": Fix(
+        action="update the system BIOS to the pinned version (the vendor's tool or the BMC's Redfish "
+        "UpdateService), reboot the node (drained), then re-certify"
+    ),
     # rdma
     "rdma_core": Fix("rdma", "rdma_packages"),
     "rdma_stack": Fix("rdma", "rdma_packages"),

@@ -191,6 +191,12 @@ VALIDATORS: tuple[Check, ...] = (
     _v("gpu.acs", "PCIe ACS disabled on the bridges between GPUs and NICs (GPUDirect RDMA peer traffic)"),
     _v("software.nic_firmware", "NIC firmware version as declared"),
     _v("software.vbios", "GPU VBIOS version as declared", action="service", fix=_HW),
+    _v(
+        "software.bios",
+        "system BIOS version as declared (the BMC's Redfish BiosVersion, read from the controller)",
+        action="service",
+        fix="update the system BIOS with the vendor's tool or the BMC's UpdateService, then re-certify",
+    ),
     _v("software.time_sync", "clock synchronised", severity="minor", fix="fix chrony/NTP, then re-certify"),
 )
 

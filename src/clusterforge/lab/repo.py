@@ -20,6 +20,7 @@ from clusterforge.lab import config, procs
 
 log = logging.getLogger(__name__)
 BUILDER = "clusterforge.lab.sim.repo"
+DOCA_TABLE = Path(__file__).resolve().parents[1] / "spec" / "catalog" / "software" / "doca.yaml"
 
 
 class AptRepo:
@@ -39,7 +40,8 @@ class AptRepo:
         # Rebuild only when the simulator's packages change: a rebuilt repository has new hashes (and key),
         # so nodes that kept their package lists would meet "Hash Sum mismatch" as with a re-signed mirror.
         src = Path(str(mod.__file__)).parent
-        digest = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(src.glob("*.py")))).hexdigest()
+        sources = [*sorted(src.glob("*.py")), DOCA_TABLE]  # the DOCA table decides package versions too
+        digest = hashlib.sha256(b"".join(f.read_bytes() for f in sources)).hexdigest()
         stamp = dest / ".built-from"
         if stamp.exists() and stamp.read_text() == digest and (dest / "dists/stable/Release").exists():
             return dest

@@ -81,6 +81,7 @@ class NodeExpect:
     knobs: dict[str, Any] = field(default_factory=dict)  # role knobs from group_vars beside plan.json
     # the node's compiled desired state (plan/desired.py): what the roles apply, certified as it is
     desired_state: dict[str, Any] = field(default_factory=dict)
+    bmc: dict[str, Any] = field(default_factory=dict)  # the plan's `bmc` (address, vendor); {} when none
 
     @property
     def roce(self) -> bool:
@@ -183,6 +184,7 @@ def node_expect(doc: dict[str, Any], node: dict[str, Any], knobs: dict[str, Any]
         plan_hash=doc["plan_hash"],
         knobs=dict(knobs or {}),
         desired_state=dict(node.get("desired") or {}),
+        bmc=dict(node.get("bmc") or {}),
     )
 
 

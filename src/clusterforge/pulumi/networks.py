@@ -76,6 +76,7 @@ class StorageNetwork(pulumi.ComponentResource):
                 "mtu": self.mtu,
                 "speed_gbps": net.get("speed_gbps"),
                 "nics_per_node": net.get("nics_per_node"),
+                "vlan": net.get("vlan"),
                 "addresses": self.addresses,
             }
         )

@@ -45,6 +45,7 @@ _TOOLS = (
     Tool("ibv_devinfo", "ibverbs-utils", "rdma", "rdma_packages"),
     Tool("mlnx_qos", "mlnx-tools", "rdma", "roce_qos"),
     Tool("mlxconfig", "mft", "rdma", "mlxconfig"),
+    Tool("mlxfwmanager", "mft", "rdma", "mlxconfig"),
     # nvidia_gpu role: driver, DCGM
     Tool("nvidia-smi", "nvidia driver utilities", "nvidia_gpu", "gpu_driver"),
     Tool("dcgmi", "datacenter-gpu-manager", "nvidia_gpu", "dcgm"),
@@ -117,6 +118,12 @@ def cannot_certify(tool: Tool) -> str:
         if tool.role
         else f"{MISSING_PREFIX} {what} ({tool.install})"
     )
+
+
+def cannot_run(tool: str, why: str) -> str:
+    """``cannot certify: nvbandwidth timed out after 600 s``: the tool was there but measured nothing (it
+    crashed, hung or printed nothing a parser recognises), so no hardware is judged from it."""
+    return f"{MISSING_PREFIX} {tool} {why}"
 
 
 _CANNOT = re.compile(re.escape(MISSING_PREFIX) + r" [^()]*? (?:missing|not running) \([^()]*\)")

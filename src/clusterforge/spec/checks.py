@@ -12,6 +12,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 
 from clusterforge.errors import Problem
+from clusterforge.spec import doca
 from clusterforge.spec.checks_cabling import cabling_checks
 from clusterforge.spec.checks_net import Bad, addressing_checks, fabric_checks
 from clusterforge.spec.layout import NodeSlot, node_slots, rack_name
@@ -45,6 +46,7 @@ def cross_checks(
     ctx = _Ctx(c, skus, unresolved, bad, node_slots(c))
     _names(ctx)
     _pools(ctx)
+    _eth_nics(ctx)
     fabric_checks(c, skus, bad)
     addressing_checks(c, ctx.slots, bad)
     _racks(ctx)
@@ -188,6 +190,32 @@ def _node_entries(x: _Ctx, i: int, sku: Sku) -> None:
                 )
 
 
+def _eth_nics(x: _Ctx) -> None:
+    """The management and storage networks use no more NICs per node than every pool's SKU has
+    (`management_nic.count`, `storage_nics.count`)."""
+    c, bad = x.c, x.bad
+    seen: set[tuple[str, str]] = set()
+    for p in c.pools:
+        sku = x.skus.get(p.sku)
+        if sku is None:
+            continue
+        for net_name, net, nics in (
+            ("management", c.fabrics.management, sku.management_nic),
+            ("storage", c.fabrics.storage, sku.storage_nics),
+        ):
+            if net is None or not net.nics_per_node:
+                continue
+            what = "management_nic" if net_name == "management" else "storage_nics"
+            if net.nics_per_node > nics.count and (net_name, sku.name) not in seen:
+                seen.add((net_name, sku.name))
+                bad(
+                    ("fabrics", net_name, "nics_per_node"),
+                    f"at most the {nics.count} {net_name} NIC(s) of SKU {sku.name} ({what}.count)",
+                    str(net.nics_per_node),
+                    f"set nics_per_node <= {nics.count}, or use a SKU with more {net_name} NICs",
+                )
+
+
 def _racks(x: _Ctx) -> None:
     c, skus, bad = x.c, x.skus, x.bad
     racks = c.site.racks
@@ -251,6 +279,16 @@ def _software_and_policy(x: _Ctx) -> None:
                     f"unknown threshold '{key}'",
                     f"did you mean '{near[0]}'?" if near else "correct the threshold name",
                 )
+    rdma = c.software.rdma
+    if rdma.stack == "doca-ofed" and doca.expected_ofed(rdma.version) is None:
+        bad(
+            ("software", "rdma", "version"),
+            f"a DOCA-Host release clusterforge knows ({', '.join(doca.releases())}) or a DOCA-OFED "
+            "version (YY.MM[-x.y.z], as `ofed_info -s` prints it)",
+            rdma.version,
+            "pin a listed release, or the DOCA-OFED version itself; a new release goes into "
+            "src/clusterforge/spec/catalog/software/doca.yaml with its DOCA-OFED version",
+        )
     roce = c.tuning.roce
     if roce.cnp_priority == roce.lossless_priority:
         bad(

@@ -51,7 +51,6 @@ class Gpu(_Strict):
     pcie: Pcie
     power_limit_w: int = Field(gt=0, le=100_000)
     hbm_bandwidth_gbs: float = Field(gt=0, le=1_000_000)
-    dcgm_sku_name: Text | None = None
 
 
 class Cpu(_Strict):

@@ -8,7 +8,7 @@ from typing import Any
 
 from burnin_data import synthetic
 
-from clusterforge.burnin import issue, suite
+from clusterforge.burnin import issue, measure, suite
 from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.pairs import select_pairs
 from clusterforge.burnin.verdicts import evaluate
@@ -23,7 +23,7 @@ def _without_nvbandwidth(lab_plan: dict[str, Any], rows: list[tuple[int, Measure
     """``node``'s nvbandwidth rows replaced by what its script gives when the tool is not installed."""
     expect = nodes_of(lab_plan)[node]
     sections = {"nvbandwidth": suite.Section(127, "", "sh: 1: nvbandwidth: not found\n")}
-    sample = suite.parse_node(expect, sections, suite.SuiteOptions())
+    sample = measure.parse_node(expect, sections, suite.SuiteOptions())
     gone = [m for m in sample.measurements if m.test.startswith("nvbandwidth")]
     assert gone and all(m.missing == "nvbandwidth" and not m.ok for m in gone)
     its = sorted({it for it, _ in rows})
@@ -78,7 +78,7 @@ def test_every_section_names_its_missing_tool(lab_plan: dict[str, Any]) -> None:
             for r in expect.rails
         },
     }
-    ms = suite.parse_node(expect, sections, suite.SuiteOptions()).measurements
+    ms = measure.parse_node(expect, sections, suite.SuiteOptions()).measurements
     by = {m.test: m for m in ms}
     assert by["dcgm.diag"].missing == "nv-hostengine"
     assert by["dcgm.diag"].error == (
@@ -96,6 +96,6 @@ def test_every_section_names_its_missing_tool(lab_plan: dict[str, Any]) -> None:
 def test_a_tool_that_ran_and_failed_is_not_missing(lab_plan: dict[str, Any]) -> None:
     expect = nodes_of(lab_plan)["roce-01"]
     sections = {"allreduce": suite.Section(1, "", "NCCL WARN Cuda failure 'out of memory'\n")}
-    ms = suite.parse_node(expect, sections, suite.SuiteOptions()).measurements
+    ms = measure.parse_node(expect, sections, suite.SuiteOptions()).measurements
     ar = next(m for m in ms if m.test == "all_reduce.node")
     assert not ar.ok and not ar.missing and "exit 1" in ar.error

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from burnin_data import REPO
 
-from clusterforge.burnin import suite
+from clusterforge.burnin import measure, suite
 from clusterforge.hw import nvbandwidth
 from clusterforge.plan.expect import NodeExpect, node_expect
 
@@ -85,7 +85,7 @@ def test_script_sections_parse_into_measurements(tmp_path: Path, node: NodeExpec
         "counters",
     ]
     assert all(s.rc == 0 for s in sections.values())
-    sample = suite.parse_node(node, sections, opts)
+    sample = measure.parse_node(node, sections, opts)
     by = {(m.test, m.component): m for m in sample.measurements}
     assert by[("dcgm.diag", "")].value == 1.0
     nvb = nvbandwidth.parse((REAL / "nvbandwidth__2gpu-v0.10-azurenhc-testdata__2.txt").read_text())
@@ -122,9 +122,11 @@ def test_hung_tool_times_out_and_missing_tools_are_errors(tmp_path: Path, node: 
     opts = suite.SuiteOptions(nvb_timeout_s=1, ib_sysfs=str(tmp_path / "none"))
     sections = suite.split_sections(run_script(tmp_path, node, opts, stubs))
     assert sections["nvbandwidth"].rc == 124
-    ms = suite.parse_node(node, sections, opts).measurements
+    ms = measure.parse_node(node, sections, opts).measurements
     nvb = [m for m in ms if m.test.startswith("nvbandwidth")]
-    assert len(nvb) == 6 and all(m.error == "nvbandwidth: timed out" for m in nvb)
+    # one error per case, no GPU named: a hung tool measured nothing
+    assert len(nvb) == 3 and all(m.error == "cannot certify: nvbandwidth timed out after 1 s" for m in nvb)
+    assert all(m.unmeasured == "nvbandwidth" and not m.component for m in nvb)
     ar = next(m for m in ms if m.test == "all_reduce.node")
     assert not ar.ok and ar.missing == "all_reduce_perf"
     assert ar.error == "cannot certify: all_reduce_perf missing (install: role benchmarks, tag benchmarks)"
@@ -132,8 +134,9 @@ def test_hung_tool_times_out_and_missing_tools_are_errors(tmp_path: Path, node: 
 
 
 def test_no_output_at_all_is_an_error_for_every_test(node: NodeExpect) -> None:
-    ms = suite.parse_node(node, {}, suite.SuiteOptions())
+    ms = measure.parse_node(node, {}, suite.SuiteOptions())
     assert ms.measurements and not any(m.ok for m in ms.measurements)
+    assert all(m.unmeasured and "did not run" in m.error for m in ms.measurements)
     assert {m.test for m in ms.measurements} >= {
         "dcgm.diag",
         "nvbandwidth.h2d",
@@ -146,12 +149,12 @@ def test_no_output_at_all_is_an_error_for_every_test(node: NodeExpect) -> None:
 def test_failed_perftest_and_nccl_data_errors(node: NodeExpect) -> None:
     failed = (REAL / "ib_write_bw__h200-gke-roce-host-a-failed-dranet__1.txt").read_text()
     sec = suite.Section(1, failed, "")
-    m = suite._loopback("roce-01", node.rail(0), sec)
+    m = measure._loopback("roce-01", node.rail(0), sec)
     assert not m.ok and m.error
     row = "31322  274.24  479.93      0    31322"
     bad = NCCL.read_text().replace(row, row.replace("      0 ", "      3 "))
     assert bad != NCCL.read_text()
-    m = suite.nccl_measurement("all_reduce.node", "n", bad, "")
+    m = measure.nccl_measurement("all_reduce.node", "n", bad, "")
     assert not m.ok and m.error == "data check failed: #wrong 3"
-    assert suite.nccl_measurement("all_reduce.node", "n", "garbage", "").error.startswith("unparsable")
+    assert measure.nccl_measurement("all_reduce.node", "n", "garbage", "").error.startswith("unparsable")
     assert replace(suite.SuiteOptions(), dcgm_level=4).dcgm_level == 4

@@ -104,7 +104,11 @@ def test_packages_against_pins(ib_node: NodeExpect) -> None:
     software.test_nccl(ib_node, node)
     software.test_rdma(ib_node, node)
     software.test_dcgm(ib_node, node)
-    with pytest.raises(CheckFailed, match=r"expected 2.10.0; found OFED-internal-25.01-0.6.0; package"):
+    want = (
+        r"expected 25.01-0.6.0 \(DOCA-OFED of DOCA-Host 2.10.0\); "
+        r"found OFED-internal-25.01-0.6.0; package not"
+    )
+    with pytest.raises(CheckFailed, match=want):
         software.test_rdma(
             ib_node, FakeNode({dpkg: (0, listing.replace("doca-ofed\t2.10.0-1\thi \n", "")), **deb, **ofed})
         )
@@ -151,10 +155,21 @@ def test_rdma_doca_ofed_stack(ib_node: NodeExpect) -> None:
     with pytest.raises(CheckError, match="`ofed_info` is not installed"):
         software.test_rdma(node, FakeNode(deb))
     doca_pkg = {software.DPKG: (0, "doca-ofed\t2.10.0-093000\tii \n"), software.OS_RELEASE: (0, UBUNTU)}
+    release = _with(ib_node, rdma={"stack": "doca-ofed", "version": "2.10.0"})
     software.test_rdma(
-        _with(ib_node, rdma={"stack": "doca-ofed", "version": "2.10.0"}),
-        FakeNode({software.OFED_INFO: (0, "OFED-internal-25.01-0.6.0:\n"), **doca_pkg}),
+        release, FakeNode({software.OFED_INFO: (0, "OFED-internal-25.01-0.6.0:\n"), **doca_pkg})
     )
+    # a DOCA-Host pin is certified by the OFED version its release installs, not by the package alone
+    with pytest.raises(
+        CheckFailed,
+        match=r"expected 25.01-0.6.0 \(DOCA-OFED of DOCA-Host 2.10.0\); found "
+        r"OFED-internal-25.10-1.7.1; package doca-ofed 2.10.0-093000",
+    ):
+        software.test_rdma(release, FakeNode({software.OFED_INFO: (0, ofed), **doca_pkg}))
+    with pytest.raises(CheckError, match=r"DOCA-Host 9\.9\.9 is not in clusterforge's DOCA table"):
+        software.test_rdma(
+            _with(ib_node, rdma={"stack": "doca-ofed", "version": "9.9.9"}), FakeNode(doca_pkg)
+        )
 
 
 def test_vbios_and_nic_firmware_pins(ib_node: NodeExpect) -> None:
@@ -169,7 +184,8 @@ def test_vbios_and_nic_firmware_pins(ib_node: NodeExpect) -> None:
     applies = software.test_vbios.pytestmark[0].args[0]
     assert not applies(_with(ib_node, vbios=None)) and applies(_with(ib_node, vbios="x"))
     with pytest.raises(CheckError, match="`ibstat` is not installed"):
-        software.test_nic_firmware(_with(ib_node, nic_firmware="28.43.2026"), FakeNode({}))
+        no_mft = {software.MLXFW_PRESENT: (0, "")}  # a shell builtin: answers on any node
+        software.test_nic_firmware(_with(ib_node, nic_firmware="28.43.2026"), FakeNode(no_mft))
 
 
 def test_nccl_conf(roce_node: NodeExpect) -> None:
@@ -190,3 +206,30 @@ def test_nccl_conf(roce_node: NodeExpect) -> None:
         nccl.test_conf(node, FakeNode({cmd: (0, conf.replace("NCCL_IB_TC=106\n", ""))}))
     with pytest.raises(CheckFailed, match="NCCL_SOCKET_IFNAME=<absent>"):
         nccl.test_conf(node, FakeNode({cmd: (0, "")}))
+
+
+MLXFW = "mlxfwmanager__cx4-lx-50g-no-matching-image-doca-ofed-rhel10-wporter__1.txt"  # FW 14.20.1010
+
+
+def test_nic_firmware_read_with_mlxfwmanager_when_mft_is_installed(ib_node: NodeExpect) -> None:
+    """With MFT on the node every rail's firmware comes from `mlxfwmanager --query -d <pci>` (a real query
+    of one adapter) and the message names the source; without it, ibstat is read and named."""
+    cap = real(MLXFW)
+    answers = {software.mlxfw_query(r.pci): (0, cap) for r in ib_node.rails}
+    mft = FakeNode({software.MLXFW_PRESENT: (0, "/usr/bin/mlxfwmanager\n"), **answers})
+    software.test_nic_firmware(_with(ib_node, nic_firmware="14.20.1010"), mft)
+    assert "ibstat" not in mft.asked and len([c for c in mft.asked if c.startswith("mlxfwmanager")]) == 8
+    with pytest.raises(
+        CheckFailed, match=r"compute NIC firmware \(mlxfwmanager --query\): expected 28.43.2026"
+    ):
+        software.test_nic_firmware(_with(ib_node, nic_firmware="28.43.2026"), mft)
+    broken = FakeNode(
+        {software.MLXFW_PRESENT: (0, "/usr/bin/mlxfwmanager\n")}
+    )  # present, but the query fails
+    with pytest.raises(CheckError):
+        software.test_nic_firmware(_with(ib_node, nic_firmware="14.20.1010"), broken)
+    no_mft = FakeNode(
+        {software.MLXFW_PRESENT: (0, ""), "ibstat": (0, real("ibstat__h100-cx7-ib400x8-eth200-gpud__4.txt"))}
+    )
+    with pytest.raises(CheckFailed, match=r"\(ibstat \(mlxfwmanager not installed\)\)"):
+        software.test_nic_firmware(_with(ib_node, nic_firmware="14.20.1010"), no_mft)

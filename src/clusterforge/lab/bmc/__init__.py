@@ -8,7 +8,8 @@
 `state_dir` is the lab's state root (`/var/lib/clusterforge/lab/<cluster>`); everything goes to
 `<state_dir>/bmc/` (see `secrets` for the TLS and account files, `<node>/` for each emulator's config,
 pidfile, log and sqlite state). Every plan node with a `bmc` gets one, listening on its `bmc.address`
-(`host:port`; the lab spec uses `default_address(ordinal)` = 127.0.0.1:<8441 + ordinal>). The BMC
+(`host:port`; the lab spec uses `default_address(ordinal)` = 127.0.0.1:<8441 + ordinal>), and reports
+the spec's pinned `software.bios` as its system's `BiosVersion` (the firmware the lab "ships"). The BMC
 watches the lab node's boots (`<state_dir>/nodes/<node>/state.json`, written by the lab supervisor) to
 apply staged BIOS settings when the node reboots, and its reset action restarts the lab node
 (`clusterforge.lab.bmc.hooks`).
@@ -49,6 +50,7 @@ class LabBmc:
     host: str
     port: int
     uuid: str
+    bios_version: str | None = None  # the spec's `software.bios`: the ComputerSystem's BiosVersion
 
     @property
     def url(self) -> str:
@@ -78,7 +80,8 @@ def plan_bmcs(plan_doc: dict[str, Any]) -> list[LabBmc]:
             log.warning("%s: lab BMCs serve the 'generic' BIOS map, not %r", n["name"], bmc["vendor"])
         host, _, port = str(bmc["address"]).partition(":")
         ident = str(uuid.uuid5(uuid.NAMESPACE_URL, f"clusterforge-lab-bmc:{plan_doc['cluster']}/{n['name']}"))
-        out.append(LabBmc(n["name"], host, int(port or 443), ident))
+        pin = (plan_doc.get("software") or {}).get("bios")
+        out.append(LabBmc(n["name"], host, int(port or 443), ident, str(pin) if pin else None))
     return out
 
 
@@ -106,6 +109,7 @@ def _config(b: LabBmc, folder: Path, state_dir: Path, hooks: bool) -> str:
         "SUSHY_EMULATOR_FAKE_DRIVER": True,
         "SUSHY_EMULATOR_FAKE_SYSTEMS": [system],
         "CLUSTERFORGE_BIOS_REGISTRY": registry(),
+        "CLUSTERFORGE_BIOS_VERSION": b.bios_version,
         "CLUSTERFORGE_BOOT_STATE_FILE": str(state_dir / "nodes" / b.node / "state.json"),
         "CLUSTERFORGE_RESET_HOOK": hook if hooks else None,
         "CLUSTERFORGE_RESET_HOOK_LOG": str(d / "reset-hook.log"),

@@ -10,12 +10,15 @@ subclass keeps sushy's Redfish protocol layer (routes, templates, basic auth, TL
 * staged values become current at the next system reset: `ComputerSystem.Reset` (On from Off, any
   restart, power cycle) or, for a lab node, when the node is seen booting again (its supervisor's
   `state.json` says `running` since after the change was staged: an OS reboot of the node);
+* `BiosVersion` of the ComputerSystem = `CLUSTERFORGE_BIOS_VERSION` (the lab spec's `software.bios`;
+  omitted when unset), the system firmware the lab node ships with (no firmware update is emulated);
 * power actions take effect at once (the fake driver delays them 1-11 s) and may call a reset hook
   (argv + reset type) that does the same to a lab node.
 
 Registered by `clusterforge.lab.bmc.emulator`, which replaces `fakedriver.FakeDriver` before sushy's
 application builds its systems driver. The configuration keys are `CLUSTERFORGE_BIOS_REGISTRY`,
-`CLUSTERFORGE_BOOT_STATE_FILE` and `CLUSTERFORGE_RESET_HOOK` (see `clusterforge.lab.bmc`).
+`CLUSTERFORGE_BIOS_VERSION`, `CLUSTERFORGE_BOOT_STATE_FILE` and `CLUSTERFORGE_RESET_HOOK` (see
+`clusterforge.lab.bmc`).
 """
 
 from __future__ import annotations
@@ -92,6 +95,12 @@ class BiosFakeDriver(FakeDriver):
         self._update(system, bios_current=current, bios_pending={}, bios_pending_since=None)
 
     # -- BIOS --------------------------------------------------------------------------------------
+    def get_versions(self, identity: str) -> dict[str, Any]:
+        """Firmware versions of the system (sushy renders ``BiosVersion`` of the ComputerSystem)."""
+        self._get(identity)  # an unknown system is NotFound, as for every other resource
+        version = self._config.get("CLUSTERFORGE_BIOS_VERSION")
+        return {"BiosVersion": str(version)} if version else {}
+
     def get_bios(self, identity: str) -> dict[str, Any]:
         with _LOCK:
             system = self._get(identity)

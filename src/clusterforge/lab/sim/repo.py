@@ -39,10 +39,17 @@ NCCL_TESTS = [
     "reduce_perf",
     "sendrecv_perf",
 ]
-# DOCA-Host release -> the DOCA-OFED (formerly MLNX_OFED) version that `ofed_info -s` reports
-# ("OFED-internal-<ver>:", the DOCA-era naming seen in tests/fixtures/real/ofed_info-s__doca-ofed-25.10-*).
-DOCA_VERSIONS = [("2.9.1", "24.10-1.1.4"), ("2.10.0", "25.01-0.6.0")]
-MFT_VERSIONS = {"2.9.1": "4.30.1-1210", "2.10.0": "4.31.0-149"}
+
+
+def doca_versions() -> list[tuple[str, str, str]]:
+    """(DOCA-Host release, the DOCA-OFED version `ofed_info -s` reports as "OFED-internal-<ver>:", MFT
+    version) from the product's table (clusterforge.spec.doca; imported here, on the host that builds the
+    repository: the node's copy of the simulator never builds it)."""
+    from clusterforge.spec.doca import releases
+
+    return [(r.doca, r.ofed, r.mft) for r in releases().values()]
+
+
 KEYRING = "clusterforge-lab-archive-keyring.gpg"
 MAINTAINER = "clusterforge lab simulator <lab@clusterforge.invalid>"
 
@@ -224,7 +231,7 @@ def doca_packages() -> list[Deb]:
     own builds in the real DOCA repository), `mlnx-tools` (mlnx_qos, show_gids, ibdev2netdev), `mft`
     (mlxconfig) and `ofed-scripts` (ofed_info). The tools are the simulator's; no kernel modules."""
     debs: list[Deb] = []
-    for doca, ofed in DOCA_VERSIONS:
+    for doca, ofed, mft in doca_versions():
         v = f"{ofed}-1"
         debs.append(
             Deb(
@@ -240,7 +247,6 @@ def doca_packages() -> list[Deb]:
                 files=_marker("mlnx-tools", version=ofed),
             )
         )
-        mft = MFT_VERSIONS[doca]
         debs.append(
             Deb(
                 "mft",
