@@ -90,8 +90,8 @@ def burnin(
 
     from clusterforge.burnin import runner
     from clusterforge.burnin.analysis import AnalysisConfig
-    from clusterforge.burnin.db import BurninError
     from clusterforge.burnin.suite import SuiteOptions
+    from clusterforge.records.burnin import BurninError
 
     console = term_console()
     if resume is None and (duration is None) == (iterations is None):
@@ -141,8 +141,8 @@ def _plan(
     from clusterforge.run.provision import resolve_hosts
 
     if resume is not None:
-        from clusterforge.burnin.db import BurninDB
         from clusterforge.records._util import default_db_path
+        from clusterforge.records.burnin import BurninDB
 
         with BurninDB(db or default_db_path()) as bdb:
             stored = bdb.get(resume)
@@ -184,8 +184,8 @@ def _summary(console: object, out: object) -> None:
 
 def _write_report(run: str, html_out: Path | None, json_out: Path | None, db: Path | None) -> None:
     from clusterforge.burnin import report
-    from clusterforge.burnin.db import BurninDB
     from clusterforge.records._util import default_db_path
+    from clusterforge.records.burnin import BurninDB
 
     with BurninDB(db or default_db_path()) as bdb:
         rid = bdb.get(run).id
@@ -210,7 +210,7 @@ def report_burnin(
     db: Annotated[Path | None, typer.Option(help="records database (default $CLUSTERFORGE_DB)")] = None,
 ) -> None:
     """The burn-in report: verdicts, suspected components, fleet and per-node plots (HTML), or JSON."""
-    from clusterforge.burnin.db import BurninError
+    from clusterforge.records.burnin import BurninError
 
     if html is None and json_out is None:
         raise typer.BadParameter("give --html FILE and/or --json FILE")

@@ -20,11 +20,11 @@ from typing import Any
 
 from clusterforge.burnin import issue, pairs, suite
 from clusterforge.burnin.analysis import AnalysisConfig
-from clusterforge.burnin.db import BurninDB, BurninError
 from clusterforge.burnin.execute import Executor, Launcher
 from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.verdicts import Evaluation, evaluate
 from clusterforge.records._util import iso, utcnow
+from clusterforge.records.burnin import BurninDB, BurninError
 
 Say = Callable[[str], None]
 

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from clusterforge.drift import formats
 from clusterforge.drift.model import DriftReport
-from clusterforge.drift.run import drift
+from clusterforge.drift.run import drift_recorded
 from clusterforge.errors import ExitCode
 from clusterforge.run.pipeline import load_plan
 from clusterforge.term import safe, terminal_text
@@ -40,7 +40,7 @@ def drift_flow(
 
     strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before anything runs
     plan, inv = load_plan(spec)
-    report = drift(plan.doc, inv, limit, shard=shard, extra_vars=extra_vars)
+    report = drift_recorded(plan.doc, inv, limit, allow_unreachable, spec, shard=shard, extra_vars=extra_vars)
     text = render(report, fmt, allow_unreachable)
     console.out(terminal_text(text), end="", highlight=False)
     if output:
@@ -49,16 +49,16 @@ def drift_flow(
         nodes = sorted({i.node for i in report.items if i.node not in report.unreachable})
         if nodes:
             from clusterforge.run.pipeline import pool_manager, print_report
-            from clusterforge.run.provision import Options, provision
+            from clusterforge.run.provision import Options, provision_recorded
 
             console.print(f"[bold]»[/] fixing {safe(', '.join(nodes))}")
-            rep = provision(plan.doc, inv, Options(limit=",".join(nodes)), pool_manager(plan.doc), console)
-            rep.write()
+            opts = Options(limit=",".join(nodes))
+            rep = provision_recorded(plan.doc, inv, opts, pool_manager(plan.doc), console, spec)
             print_report(rep, console)
             from clusterforge.certify.pipeline import certify_flow
 
             certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
-            report = drift(plan.doc, inv, limit, shard=shard)
+            report = drift_recorded(plan.doc, inv, limit, allow_unreachable, spec, shard=shard)
             text = render(report, fmt, allow_unreachable)
             console.out(terminal_text(text), end="", highlight=False)
             if output:

@@ -7,6 +7,7 @@ from typing import Any
 
 from clusterforge.drift.ansible_diff import items_from_check_run
 from clusterforge.drift.model import DriftItem, DriftReport
+from clusterforge.records.outcomes import recorded_run
 from clusterforge.run.ansible import lab_env, run_playbook
 from clusterforge.run.provision import plan_order, resolve_hosts
 from clusterforge.run.shard import forks_for, select
@@ -144,4 +145,24 @@ def drift(
             )
         )
     report.items.sort(key=lambda i: (i.node, i.source, i.setting))
+    return report
+
+
+def drift_recorded(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    limit: str | None = None,
+    allow_unreachable: bool = False,
+    spec_path: str | Path | None = None,
+    *,
+    shard: str | None = None,
+    extra_vars: dict[str, Any] | None = None,
+) -> DriftReport:
+    """`drift` as a drift run of the records: started `running`, finished with each node's outcome (the
+    status as the exit code reads it with `allow_unreachable`); an exception leaves it `incomplete`."""
+    with recorded_run(
+        "drift", plan_doc["cluster"], plan_hash=plan_doc.get("plan_hash"), spec_path=spec_path, shard=shard
+    ) as rec:
+        report = drift(plan_doc, inventory, limit, shard=shard, extra_vars=extra_vars)
+        rec.finish(report.outcome(allow_unreachable))
     return report

@@ -274,13 +274,13 @@ def burnin_families(db: sqlite3.Connection) -> list[Family]:
 
 
 def _burnin_scores(db: sqlite3.Connection, run: sqlite3.Row) -> dict[tuple[str, str], float]:
-    from clusterforge.burnin import db as burnin_db
     from clusterforge.burnin import issue, pairs
     from clusterforge.burnin.analysis import AnalysisConfig
     from clusterforge.burnin.model import PERF_TESTS
     from clusterforge.burnin.verdicts import evaluate
+    from clusterforge.records.burnin import MEASUREMENTS_SQL, measurements
 
-    rows = burnin_db.measurements(db.execute(burnin_db.MEASUREMENTS_SQL, (run["id"],)))
+    rows = measurements(db.execute(MEASUREMENTS_SQL, (run["id"],)))
     plan: dict[str, Any] = json.loads(run["plan"] or "{}")
     nodes: list[str] = json.loads(run["nodes"])
     options: dict[str, Any] = json.loads(run["options"] or "{}")

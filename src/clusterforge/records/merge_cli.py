@@ -20,9 +20,10 @@ from typing import Annotated
 import typer
 
 from clusterforge.errors import ExitCode
+from clusterforge.records import runs_cli
 
 app = typer.Typer(
-    help="Records databases: merge the shards' databases into one.",
+    help="Records databases: list and show runs; merge the shards' databases into one.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -31,7 +32,11 @@ app = typer.Typer(
 
 @app.callback()
 def _records() -> None:
-    """Records databases: merge the shards' databases into one."""
+    """Records databases: list and show runs; merge the shards' databases into one."""
+
+
+app.command("runs")(runs_cli.runs)
+app.command("show")(runs_cli.show)
 
 
 @app.command()

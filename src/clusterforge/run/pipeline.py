@@ -75,7 +75,7 @@ def print_report(report: Any, console: Console) -> None:
 def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | None = None) -> int:
     """Provision SPEC; with `inventory` (e.g. written by `clusterforge inventory from-stack`) use it as is."""
     from clusterforge.run.ansible import strategy_env
-    from clusterforge.run.provision import provision
+    from clusterforge.run.provision import provision_recorded
 
     strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before the lab or any node is touched
     if inventory is not None:
@@ -101,10 +101,10 @@ def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | No
     else:
         plan, inv = load_plan(spec)
     ensure_lab(plan.doc, console)
-    report = provision(plan.doc, inv, opts, None if opts.check else pool_manager(plan.doc), console)
-    path = report.write()
+    pool = None if opts.check else pool_manager(plan.doc)
+    report = provision_recorded(plan.doc, inv, opts, pool, console, spec)
     print_report(report, console)
-    console.print(f"run record: {safe(path)}")
+    console.print(f"run record: clusterforge records show {safe(report.run_id)}")
     if report.tool_error:
         return int(ExitCode.TOOL_FAILED)
     return int(ExitCode.OK if report.ok else ExitCode.NOT_AS_DECLARED)

@@ -8,17 +8,18 @@ reboot, and only resumes a node that came back and converged.
 from __future__ import annotations
 
 import getpass
-import json
-import os
 import socket
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from rich.console import Console
 
+from clusterforge.records.model import NodeOutcome, RunOutcome
+from clusterforge.records.outcomes import recorded_run
 from clusterforge.run.ansible import PlaybookResult, lab_env, run_playbook
 from clusterforge.run.batches import batches, over_fail_limit
 from clusterforge.run.logs import PLAYBOOK_RAN, run_logs
@@ -26,7 +27,6 @@ from clusterforge.run.progress import Progress
 from clusterforge.run.shard import forks_for
 
 PENDING_FILE = "/var/lib/clusterforge/reboot-required"
-STATE = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "clusterforge"
 
 
 class Pool(Protocol):
@@ -85,14 +85,38 @@ class ProvisionReport:
     def ok(self) -> bool:
         return not self.failed and not self.aborted and not self.tool_error
 
-    def write(self, folder: Path | None = None) -> Path:
-        folder = folder or STATE / "runs"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"provision-{self.run_id}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True))
-        os.replace(tmp, path)
-        return path
+    def outcome(self) -> RunOutcome:
+        """The run as the records keep it: `error` when ansible-playbook itself failed, `failed` when a
+        host failed or was unreachable or the rollout stopped, else `passed`; each host's outcome."""
+        hosts = sorted(self.hosts.values(), key=lambda h: h.host)
+        counts = Counter(h.status for h in hosts)
+        message = (
+            f"{'check' if self.check else 'apply'}: {len(hosts)} hosts, "
+            + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+            + f"; {sum(h.changed for h in hosts)} tasks changed"
+        )
+        for what, text in (("aborted", self.aborted), ("the tool failed", self.tool_error)):
+            if text:
+                message += f"; {what}: {text}"
+        nodes = tuple(
+            NodeOutcome(
+                h.host,
+                h.status,
+                h.changed,
+                round(h.duration, 3),
+                h.failed_task or None,
+                h.message or None,
+                {
+                    "pending_reboot": h.pending_reboot,
+                    "rebooted": h.rebooted,
+                    "drained": h.drained,
+                    "changed_tasks": h.changed_tasks,
+                },
+            )
+            for h in hosts
+        )
+        status = "error" if self.tool_error else "passed" if self.ok else "failed"
+        return RunOutcome(status, message, nodes, self.logs or None)
 
 
 def resolve_hosts(inventory: Path, limit: str | None) -> list[str]:
@@ -145,10 +169,11 @@ def provision(
     opts: Options,
     pool: Pool | None,
     console: Console | None = None,
+    run_id: str | None = None,
 ) -> ProvisionReport:
     console = console or Console()
     report = ProvisionReport(
-        uuid.uuid4().hex[:12], plan_doc["cluster"], plan_doc["plan_hash"], opts.check, time.time()
+        run_id or uuid.uuid4().hex[:12], plan_doc["cluster"], plan_doc["plan_hash"], opts.check, time.time()
     )
     hosts = plan_order(resolve_hosts(inventory, opts.limit), plan_doc)
     rollout = plan_doc["rollout"]
@@ -205,6 +230,24 @@ def provision(
         stopped = report.aborted or report.tool_error
         report.hosts.setdefault(h, HostRecord(h, status="skipped" if stopped else "ok"))
     report.ended = time.time()
+    return report
+
+
+def provision_recorded(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    opts: Options,
+    pool: Pool | None,
+    console: Console | None = None,
+    spec_path: str | Path | None = None,
+) -> ProvisionReport:
+    """`provision` as a provision run of the records (its id names the logs folder): started `running`,
+    finished with each host's outcome; an exception leaves it `incomplete`."""
+    with recorded_run(
+        "provision", plan_doc["cluster"], plan_hash=plan_doc.get("plan_hash"), spec_path=spec_path
+    ) as rec:
+        report = provision(plan_doc, inventory, opts, pool, console, run_id=rec.run_id)
+        rec.finish(report.outcome())
     return report
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import cdp
 import pytest
 
-from clusterforge.burnin.db import BurninDB
+from clusterforge.records.burnin import BurninDB
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[3]

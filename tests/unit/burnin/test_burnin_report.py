@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from clusterforge.burnin import report
 from clusterforge.burnin.cli import main_app
-from clusterforge.burnin.db import BurninDB
 from clusterforge.burnin.runner import plan_extract
+from clusterforge.records.burnin import BurninDB
 
 NODES = ["roce-01", "roce-02", "ib-01", "ib-02"]
 

@@ -176,7 +176,7 @@ def test_burnin_outlier_scores(isolated: Path) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "unit" / "burnin"))
     from burnin_data import plan_of, synthetic
 
-    from clusterforge.burnin.db import BurninDB
+    from clusterforge.records.burnin import BurninDB
 
     plan = plan_of("lab")
     nodes = [n["name"] for n in plan["nodes"]]
