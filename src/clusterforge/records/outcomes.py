@@ -131,11 +131,13 @@ def recorded_run(
     plan_hash: str | None = None,
     spec_path: str | Path | None = None,
     shard: str | None = None,
+    tier: str | None = None,
     nodes: Iterable[str] = (),
     db: str | Path | None = None,
 ) -> Iterator[RecordedRun]:
-    """Record a `running` provision or drift run (no node lock unless `nodes`) for the block; the block
-    calls `finish`. An exception out of the block, or a block that did not finish, leaves it `incomplete`."""
+    """Record a `running` provision or drift run for the block (no node lock unless `nodes`; `tier` "check"
+    for a provision in check mode); the block calls `finish`. An exception out of the block, or a block
+    that did not finish, leaves it `incomplete`."""
     from clusterforge.records.store import Store
 
     if kind not in OUTCOME_KINDS:
@@ -147,6 +149,7 @@ def recorded_run(
             plan_hash=plan_hash,
             spec_path=str(spec_path) if spec_path is not None else None,
             shard=shard,
+            tier=tier,
             argv=sys.argv,
             nodes=nodes,
         )

@@ -241,10 +241,14 @@ def provision_recorded(
     console: Console | None = None,
     spec_path: str | Path | None = None,
 ) -> ProvisionReport:
-    """`provision` as a provision run of the records (its id names the logs folder): started `running`,
-    finished with each host's outcome; an exception leaves it `incomplete`."""
+    """`provision` as a provision run of the records (its id names the logs folder; tier `check` in check
+    mode): started `running`, finished with each host's outcome; an exception leaves it `incomplete`."""
     with recorded_run(
-        "provision", plan_doc["cluster"], plan_hash=plan_doc.get("plan_hash"), spec_path=spec_path
+        "provision",
+        plan_doc["cluster"],
+        plan_hash=plan_doc.get("plan_hash"),
+        spec_path=spec_path,
+        tier="check" if opts.check else None,
     ) as rec:
         report = provision(plan_doc, inventory, opts, pool, console, run_id=rec.run_id)
         rec.finish(report.outcome())

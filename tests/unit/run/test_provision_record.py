@@ -62,3 +62,14 @@ def test_provision_recorded_names_the_run_and_its_logs_by_the_records_id(
         (run,) = store.runs(kind="provision")
         assert run.id == rep.run_id and run.status == "passed" and run.log_dir == "/logs/provision-r1"
         assert [(n.node, n.changed) for n in store.node_outcomes(run.id)] == [("n1", 4), ("n2", 0)]
+
+
+def test_a_check_mode_provision_is_recorded_as_tier_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLUSTERFORGE_DB", str(tmp_path / "records.db"))
+    monkeypatch.setattr(provision_mod, "provision", lambda *a, run_id: _report(run_id))
+    provision_mod.provision_recorded(PLAN, tmp_path, Options(check=True), None)
+    provision_mod.provision_recorded(PLAN, tmp_path, Options(), None)
+    with Store() as store:
+        assert [r.tier for r in store.runs(kind="provision")] == [None, "check"]
