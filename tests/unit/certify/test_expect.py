@@ -16,18 +16,15 @@ import pytest
 
 from clusterforge.certify import expect
 from clusterforge.certify.expect import nodes_of
-
-REPO = Path(__file__).resolve().parents[3]
+from clusterforge.plan import Plan
+from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")
-def lab_inventory(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from clusterforge.plan import build_plan
+def lab_inventory(tmp_path_factory: pytest.TempPathFactory, lab_plan: Plan) -> Path:
     from clusterforge.plan.outputs import write_outputs
-    from clusterforge.spec import load_spec
 
-    plan = build_plan(load_spec(REPO / "inventory/clusters/lab.yaml"))
-    return write_outputs(plan, tmp_path_factory.mktemp("inv"), svg=False)
+    return write_outputs(lab_plan, tmp_path_factory.mktemp("inv"), svg=False)
 
 
 def _doc(inv: Path) -> dict[str, Any]:

@@ -20,10 +20,10 @@ from clusterforge.metrics.exposition import Family, format_value, render
 from clusterforge.records import CheckResult, Store
 from clusterforge.records import certificate as certmod
 from clusterforge.records.model import NodeOutcome, RunOutcome
+from tests.conftest import REPO
 
 parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client (dev extra) not installed")
 
-ROOT = Path(__file__).resolve().parents[3]
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DIGEST = "a" * 64
 
@@ -182,7 +182,7 @@ def test_drift_provision_pool_and_runs(db: Path) -> None:
 
 
 def test_burnin_outlier_scores(isolated: Path) -> None:
-    sys.path.insert(0, str(ROOT / "tests" / "unit" / "burnin"))
+    sys.path.insert(0, str(REPO / "tests" / "unit" / "burnin"))
     from burnin_data import plan_of, synthetic
 
     from clusterforge.records.burnin import BurninDB
