@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import LAB_SPEC, REPO
+
 LOCK = Path("/run/lock/clusterforge-lab-tests.lock")
 USERS = Path("/run/lock/clusterforge-lab-tests.users")  # one file per test session (pid) using the lab
 LOCK_TIMEOUT_S = float(os.environ.get("CLUSTERFORGE_LAB_LOCK_TIMEOUT", "600"))
@@ -70,9 +71,7 @@ def _plan_source(tmp: Path) -> Path:
     from clusterforge.spec import load_spec
 
     with _locked():
-        out = write_outputs(
-            build_plan(load_spec(REPO / "inventory/clusters/lab.yaml")), REPO / "inventory/generated"
-        )
+        out = write_outputs(build_plan(load_spec(LAB_SPEC)), REPO / "inventory/generated")
     return out / "plan.json"
 
 
@@ -214,4 +213,4 @@ def provisioned_lab(
     assert report.ok, f"provisioning the lab failed: {failed} (log {log})"
     for n in doc["nodes"]:
         lab.snapshot(n["name"], "provisioned")  # type: ignore[attr-defined]
-    return ProvisionedLab(lab, doc, inv, REPO / "inventory/clusters/lab.yaml", report, log)
+    return ProvisionedLab(lab, doc, inv, LAB_SPEC, report, log)

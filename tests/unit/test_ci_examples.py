@@ -18,9 +18,10 @@ import jsonschema
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-WORKFLOWS = sorted((ROOT / ".github/workflows").glob("*.yml"))
-GITLAB = ROOT / "examples/ci/gitlab-ci.yml"
+from tests.conftest import REPO
+
+WORKFLOWS = sorted((REPO / ".github/workflows").glob("*.yml"))
+GITLAB = REPO / "examples/ci/gitlab-ci.yml"
 
 
 def _schema(name: str) -> dict[str, Any]:

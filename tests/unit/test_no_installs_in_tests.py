@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parents[1]
+from tests.conftest import TESTS
+
 SELF = Path(__file__).resolve()
 SKIP_DIRS = [TESTS / "unit" / "roles" / "fixtures"]
 

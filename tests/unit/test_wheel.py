@@ -13,8 +13,7 @@ import pytest
 
 from clusterforge import ansible_deps
 from clusterforge.errors import ClusterforgeError
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +21,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel built from this checkout, installed (without dependencies) into a folder of its own."""
     tmp = tmp_path_factory.mktemp("wheel")
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", tmp, ROOT],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", tmp, REPO],
         capture_output=True,
         text=True,
         timeout=300,
@@ -69,7 +68,7 @@ def test_wheel_finds_its_assets_outside_a_checkout(installed: Path, tmp_path: Pa
 
 def test_wheel_plans_from_an_empty_folder(installed: Path, tmp_path: Path) -> None:
     spec = tmp_path / "lab.yaml"
-    spec.write_text((ROOT / "inventory/clusters/lab.yaml").read_text())
+    spec.write_text((REPO / "inventory/clusters/lab.yaml").read_text())
     proc = _run(
         installed, tmp_path, "-m", "clusterforge.cli", "plan", "lab.yaml", "--format", "json", "--no-svg"
     )

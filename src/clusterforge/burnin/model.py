@@ -1,9 +1,14 @@
-"""Burn-in data: measurements (one row per unit per iteration), findings and node verdicts."""
+"""Burn-in data: the tests, findings and node verdicts. `Measurement` (one row per unit per iteration) is a
+stored row, defined with the other records rows in `clusterforge.records.model`."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from clusterforge.records.model import Measurement
+
+__all__ = ["COUNTER_PREFIX", "PERF_TESTS", "TESTS", "Finding", "Measurement", "NodeVerdict", "unit_of"]
 
 # test name -> (unit, SKU threshold key or None, what a unit is)
 TESTS: dict[str, tuple[str, str | None, str]] = {
@@ -28,42 +33,6 @@ def unit_of(test: str) -> str:
     if test.startswith(COUNTER_PREFIX):
         return "count"
     return TESTS.get(test, ("", None, ""))[0]
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One unit measured in one iteration. `value` None: the test did not produce a number (`error`)."""
-
-    test: str
-    node: str  # node, or the group label for group tests
-    component: str = ""  # "gpu3", "rail2", "" for the node as a whole
-    peer: str = ""  # pair: the other node; group: members, comma-separated
-    value: float | None = None
-    unit: str = ""
-    error: str = ""
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.test, self.node, self.component, self.peer)
-
-    @property
-    def ok(self) -> bool:
-        return self.value is not None and not self.error
-
-    @property
-    def missing(self) -> str:
-        """The tool (or daemon) that was missing, so nothing was measured: never evidence against hardware."""
-        return str(self.detail.get("missing") or "")
-
-    @property
-    def unmeasured(self) -> str:
-        """The tool that measured nothing here (missing, crashed, timed out, output cut short or not
-        recognised, or never reached): an error naming it, never evidence against hardware."""
-        return str(self.detail.get("missing") or self.detail.get("not_run") or "")
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from clusterforge.burnin import pairs, plots
-from clusterforge.burnin.db import BurninDB, BurninRun
 from clusterforge.burnin.model import TESTS, unit_of
 from clusterforge.burnin.runner import evaluation_of
 from clusterforge.burnin.verdicts import Evaluation
+from clusterforge.records.burnin import BurninDB, BurninRun
 
 READY = "clusterforge-burnin-report-ready"
 CSS = """

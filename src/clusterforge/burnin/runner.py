@@ -16,10 +16,10 @@ from typing import Any
 
 from clusterforge.burnin import issue, pairs, suite
 from clusterforge.burnin.analysis import AnalysisConfig
-from clusterforge.burnin.db import BurninDB
 from clusterforge.burnin.execute import Executor, Launcher
 from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.verdicts import Evaluation, evaluate
+from clusterforge.records.burnin import BurninDB
 
 Say = Callable[[str], None]
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from clusterforge.cli.options import OutputOpt, emit, format_option, human_console
+from clusterforge.cli.options import OutputOpt, format_option, human_console
 from clusterforge.errors import ClusterforgeError, ExitCode
 from clusterforge.progress import NodeProgress, Summaries, aggregate
 from clusterforge.term import literal, safe
@@ -84,9 +84,9 @@ def burnin(
     from dataclasses import replace
 
     from clusterforge.burnin.analysis import AnalysisConfig
-    from clusterforge.burnin.db import BurninError
     from clusterforge.burnin.suite import SuiteOptions
     from clusterforge.flows import burnin as runner
+    from clusterforge.records.burnin import BurninError
 
     console = human_console(fmt, output)
     if resume is None and (duration is None) == (iterations is None):
@@ -142,8 +142,8 @@ def _plan(
     from clusterforge.remote.inventory import resolve_hosts
 
     if resume is not None:
-        from clusterforge.burnin.db import BurninDB
         from clusterforge.records._util import default_db_path
+        from clusterforge.records.burnin import BurninDB
 
         with BurninDB(db or default_db_path()) as bdb:
             stored = bdb.get(resume)
@@ -186,8 +186,8 @@ def _summary(console: object, out: object) -> None:
 def write_report(run: str, fmt: str, output: Path | None, db: Path | None) -> None:
     """Burn-in run RUN's report as html or json, to `output` or stdout."""
     from clusterforge.burnin import report
-    from clusterforge.burnin.db import BurninDB
     from clusterforge.records._util import default_db_path
+    from clusterforge.records.burnin import BurninDB
 
     with BurninDB(db or default_db_path()) as bdb:
         rid = bdb.get(run).id

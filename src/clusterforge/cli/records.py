@@ -19,11 +19,12 @@ from typing import Annotated
 
 import typer
 
+from clusterforge.cli import runs as runs_cli
 from clusterforge.cli.options import OutputOpt, emit, format_option, json_flag, pick_format
 from clusterforge.errors import ExitCode
 
 app = typer.Typer(
-    help="Records databases: merge the shards' databases into one.",
+    help="Records databases: list and show runs; merge the shards' databases into one.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -32,7 +33,11 @@ app = typer.Typer(
 
 @app.callback()
 def _records() -> None:
-    """Records databases: merge the shards' databases into one."""
+    """Records databases: list and show runs; merge the shards' databases into one."""
+
+
+app.command("runs")(runs_cli.runs)
+app.command("show")(runs_cli.show)
 
 
 @app.command()

@@ -34,7 +34,7 @@ def report_burnin(
     json_out: Annotated[Path | None, deprecated_option("--json", "--format json --output FILE")] = None,
 ) -> None:
     """The burn-in report: verdicts, suspected components, fleet and per-node plots (HTML), or JSON."""
-    from clusterforge.burnin.db import BurninError
+    from clusterforge.records.burnin import BurninError
 
     wanted = [("html", html), ("json", json_out)] if html or json_out else [(fmt, output)]
     try:

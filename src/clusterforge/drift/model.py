@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from clusterforge.records.model import NodeOutcome, RunOutcome
+
 
 @dataclass(frozen=True)
 class DriftItem:
@@ -45,3 +47,41 @@ class DriftReport:
             "errors": self.errors,
             "items": [asdict(i) for i in self.items],
         }
+
+    def node_errors(self) -> dict[str, list[str]]:
+        """The tool errors that name a node (`drift.run` writes them as "NODE: what could not run")."""
+        out: dict[str, list[str]] = {}
+        for e in self.errors:
+            node, sep, _ = e.partition(": ")
+            if sep and node in self.nodes:
+                out.setdefault(node, []).append(e)
+        return out
+
+    def outcome(self, allow_unreachable: bool = False) -> RunOutcome:
+        """The run as the records keep it, with the exit code's reading: `failed` when drifted, `error` when
+        the tool could not check something and nothing drifted, else `passed`; per node `drifted` (any
+        item), `unreachable`, `error` (a check could not run) or `ok`."""
+        errors = self.node_errors()
+        nodes = []
+        for node, items in sorted(self.by_node().items()):
+            settings = [i for i in items if i.setting != "reachability"]
+            if settings:
+                outcome = "drifted"
+            elif node in self.unreachable:
+                outcome = "unreachable"
+            elif node in errors:
+                outcome = "error"
+            else:
+                outcome = "ok"
+            detail: dict[str, Any] = {}
+            if settings:
+                detail["items"] = [asdict(i) for i in settings]
+            if node in errors:
+                detail["errors"] = errors[node]
+            nodes.append(NodeOutcome(node, outcome, len(settings), detail=detail))
+        drifted = self.drifted(allow_unreachable)
+        status = "failed" if drifted else "error" if self.errors else "passed"
+        counts = {o: sum(1 for n in nodes if n.outcome == o) for o in ("drifted", "unreachable", "error")}
+        message = f"{len(nodes)} nodes, " + ", ".join(f"{n} {o}" for o, n in counts.items())
+        message += f"; {sum(n.changed for n in nodes)} settings drifted; {len(self.errors)} tool errors"
+        return RunOutcome(status, message, tuple(nodes))

@@ -18,7 +18,6 @@ from typing import Any
 
 from clusterforge import targets
 from clusterforge.burnin import issue
-from clusterforge.burnin.db import BurninDB, BurninError
 from clusterforge.burnin.execute import Executor, Launcher
 from clusterforge.burnin.model import NodeVerdict
 from clusterforge.burnin.runner import (
@@ -38,6 +37,7 @@ from clusterforge.pool.base import PoolManager, ResumeRefused, sanitize_reason, 
 from clusterforge.progress import NodeProgress
 from clusterforge.records import DEFAULT_LEASE_S, Store, signing
 from clusterforge.records._util import iso, utcnow
+from clusterforge.records.burnin import BurninDB, BurninError
 
 __all__ = ["Options", "Outcome", "drain_reason", "launcher_for", "pool_actions", "run"]
 

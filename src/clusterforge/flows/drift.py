@@ -21,10 +21,11 @@ from clusterforge.errors import ExitCode
 from clusterforge.flows.certify import certify_flow
 from clusterforge.flows.plan import load_plan
 from clusterforge.flows.provision import print_report
+from clusterforge.records.outcomes import recorded_run
 from clusterforge.remote.inventory import plan_order, resolve_hosts
 from clusterforge.run.ansible import run_playbook, strategy_env
 from clusterforge.run.progress import Progress
-from clusterforge.run.provision import Options, provision
+from clusterforge.run.provision import Options, provision_recorded
 from clusterforge.run.shard import forks_for, select
 from clusterforge.term import safe, terminal_text
 
@@ -67,18 +68,20 @@ def drift_flow(
     plan, inv = load_plan(spec)
     target = targets.for_plan(plan.doc)
     env = target.environment(plan.doc)
-    report = drift(plan.doc, inv, limit, shard=shard, extra_vars=extra_vars, env=env, console=console)
+    record = (spec, allow_unreachable)
+    report = drift_recorded(
+        plan.doc, inv, limit, record, shard=shard, extra_vars=extra_vars, env=env, console=console
+    )
     publish(report, fmt, allow_unreachable, output, console)
     if fix and report.drifted(allow_unreachable):
         nodes = sorted({i.node for i in report.items if i.node not in report.unreachable})
         if nodes:
             console.print(f"[bold]»[/] fixing {safe(', '.join(nodes))}")
             opts = Options(limit=",".join(nodes))
-            rep = provision(plan.doc, inv, opts, target.pool_manager(plan.doc), console, env)
-            rep.write()
+            rep = provision_recorded(plan.doc, inv, opts, target.pool_manager(plan.doc), console, spec, env)
             print_report(rep, console)
             certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
-            report = drift(plan.doc, inv, limit, shard=shard, env=env, console=console)
+            report = drift_recorded(plan.doc, inv, limit, record, shard=shard, env=env, console=console)
             publish(report, fmt, allow_unreachable, output, console)
     if report.errors and not report.drifted(allow_unreachable):
         return int(ExitCode.TOOL_FAILED)
@@ -188,4 +191,29 @@ def drift(
             )
         )
     report.items.sort(key=lambda i: (i.node, i.source, i.setting))
+    return report
+
+
+def drift_recorded(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    limit: str | None,
+    record: tuple[str | Path | None, bool],
+    *,
+    shard: str | None = None,
+    extra_vars: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    console: Console | None = None,
+) -> DriftReport:
+    """`drift` as a drift run of the records (`record`: the spec path, and whether unreachable nodes are
+    allowed): started `running`, finished with each node's outcome (the status as the exit code reads it);
+    an exception leaves it `incomplete`."""
+    spec_path, allow_unreachable = record
+    with recorded_run(
+        "drift", plan_doc["cluster"], plan_hash=plan_doc.get("plan_hash"), spec_path=spec_path, shard=shard
+    ) as rec:
+        report = drift(
+            plan_doc, inventory, limit, shard=shard, extra_vars=extra_vars, env=env, console=console
+        )
+        rec.finish(report.outcome(allow_unreachable))
     return report

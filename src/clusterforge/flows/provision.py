@@ -14,7 +14,7 @@ from clusterforge.errors import ExitCode, InputError, Problem
 from clusterforge.flows.plan import load_plan
 from clusterforge.plan import build_plan
 from clusterforge.run.ansible import strategy_env
-from clusterforge.run.provision import provision
+from clusterforge.run.provision import provision_recorded
 from clusterforge.spec import load_spec
 from clusterforge.term import safe
 
@@ -73,10 +73,9 @@ def provision_flow(spec: Path, opts: Any, console: Console, inventory: Path | No
     target = targets.for_plan(plan.doc)
     target.prepare(plan.doc, console)
     pool = None if opts.check else target.pool_manager(plan.doc)
-    report = provision(plan.doc, inv, opts, pool, console, target.environment(plan.doc))
-    path = report.write()
+    report = provision_recorded(plan.doc, inv, opts, pool, console, spec, target.environment(plan.doc))
     print_report(report, console)
-    console.print(f"run record: {safe(path)}")
+    console.print(f"run record: clusterforge records show {safe(report.run_id)}")
     if report.tool_error:
         return int(ExitCode.TOOL_FAILED)
     return int(ExitCode.OK if report.ok else ExitCode.NOT_AS_DECLARED)

@@ -92,14 +92,18 @@ def _worst(statuses: Iterable[str]) -> str:
     return "fail" if "fail" in s else "error" if "error" in s else "pass"
 
 
-def _failed_checks(db: sqlite3.Connection, run_id: str, node: str) -> int:
+def _latest_outcomes(db: sqlite3.Connection) -> dict[tuple[str, str], sqlite3.Row]:
+    """Newest node outcome per (node, kind) among finished provision and drift runs: a provision in check
+    mode changed nothing, a host it skipped has no result, and a drift run that could not check a node
+    (unreachable, error) says nothing of its settings."""
     rows = db.execute(
-        "SELECT check_id, status FROM check_results c WHERE run_id = ? AND node = ? AND attempt ="
-        " (SELECT MAX(attempt) FROM check_results c2 WHERE c2.run_id = c.run_id AND c2.node = c.node"
-        " AND c2.check_id = c.check_id)",
-        (run_id, node),
+        "SELECT o.node, o.outcome, o.changed, o.duration_s, o.recorded_at, r.kind FROM run_nodes o"
+        f" JOIN runs r ON r.id = o.run_id WHERE r.status IN {COUNTED}"
+        " AND ((r.kind = 'provision' AND COALESCE(r.tier, '') != 'check' AND o.outcome != 'skipped')"
+        " OR (r.kind = 'drift' AND o.outcome IN ('ok', 'drifted')))"
+        " ORDER BY o.recorded_at, r.id"
     ).fetchall()
-    return sum(1 for r in rows if r["status"] != "pass")
+    return {(r["node"], r["kind"]): r for r in rows}
 
 
 def verdict_families(db: sqlite3.Connection) -> list[Family]:
@@ -135,13 +139,14 @@ def verdict_families(db: sqlite3.Connection) -> list[Family]:
             for v in VERDICTS:
                 verdict.add(1 if r.verdict == v else 0, node=node, tier=tier, verdict=v)
             verdict_ts.add(ts(r.at), node=node, tier=tier)
-        elif kind == "drift":
-            drift.add(_failed_checks(db, r.run_id, node), node=node)
-        elif kind == "provision":
-            prov_ok.add(1 if r.verdict == "pass" else 0, node=node)
-            prov_ts.add(ts(r.at), node=node)
-            if r.duration_s is not None:
-                prov_dur.add(r.duration_s, node=node)
+    for (node, kind), o in sorted(_latest_outcomes(db).items()):
+        if kind == "drift":
+            drift.add(int(o["changed"]), node=node)
+            continue
+        prov_ok.add(1 if o["outcome"] in ("ok", "changed") else 0, node=node)
+        prov_ts.add(ts(o["recorded_at"]), node=node)
+        if o["duration_s"] is not None:
+            prov_dur.add(float(o["duration_s"]), node=node)
     return [verdict, verdict_ts, drift, prov_ok, prov_dur, prov_ts]
 
 
@@ -235,7 +240,8 @@ def run_families(db: sqlite3.Connection) -> list[Family]:
     last = Family(
         PREFIX + "run_last_success",
         "gauge",
-        "1 when the newest finished run of the kind passed (per cluster)",
+        "1 when the newest finished run of the kind passed (per cluster; a provision in check mode is "
+        "not one)",
     )
     dur = Family(
         PREFIX + "run_last_duration_seconds", "gauge", "Duration of the newest finished run of the kind"
@@ -243,7 +249,8 @@ def run_families(db: sqlite3.Connection) -> list[Family]:
     newest: dict[tuple[str, str], sqlite3.Row] = {}
     for r in db.execute(
         "SELECT cluster, kind, status, started_at, ended_at FROM runs"
-        " WHERE status IN ('passed','failed','error') AND ended_at IS NOT NULL ORDER BY ended_at, id"
+        " WHERE status IN ('passed','failed','error') AND ended_at IS NOT NULL"
+        " AND NOT (kind = 'provision' AND COALESCE(tier, '') = 'check') ORDER BY ended_at, id"
     ):
         newest[(r["cluster"], r["kind"])] = r
     for (cluster, kind), r in sorted(newest.items()):
@@ -274,13 +281,13 @@ def burnin_families(db: sqlite3.Connection) -> list[Family]:
 
 
 def _burnin_scores(db: sqlite3.Connection, run: sqlite3.Row) -> dict[tuple[str, str], float]:
-    from clusterforge.burnin import db as burnin_db
     from clusterforge.burnin import issue, pairs
     from clusterforge.burnin.analysis import AnalysisConfig
     from clusterforge.burnin.model import PERF_TESTS
     from clusterforge.burnin.verdicts import evaluate
+    from clusterforge.records.burnin import MEASUREMENTS_SQL, measurements
 
-    rows = burnin_db.measurements(db.execute(burnin_db.MEASUREMENTS_SQL, (run["id"],)))
+    rows = measurements(db.execute(MEASUREMENTS_SQL, (run["id"],)))
     plan: dict[str, Any] = json.loads(run["plan"] or "{}")
     nodes: list[str] = json.loads(run["nodes"])
     options: dict[str, Any] = json.loads(run["options"] or "{}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from clusterforge.errors import ClusterforgeError, ExitCode
@@ -49,6 +49,7 @@ class Run:
     message: str | None = None
     heartbeat_at: str | None = None
     lease_s: float | None = None
+    log_dir: str | None = None  # where the run's logs are kept (provision: Ansible's output and events)
 
     def describe(self) -> str:
         where = (
@@ -104,6 +105,35 @@ class CheckResult:
     fix: str | None = None
     run_id: str | None = None
     recorded_at: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeOutcome:
+    """What a provision or drift run did or found on one node (a `run_nodes` row).
+
+    `outcome` — provision: ok | changed | failed | unreachable | skipped; drift: ok | drifted | unreachable |
+    error (the check could not run). `changed` — provision: tasks that changed; drift: settings that drifted.
+    """
+
+    node: str
+    outcome: str
+    changed: int = 0
+    duration_s: float | None = None
+    failed_task: str | None = None
+    message: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    run_id: str | None = None
+    recorded_at: str | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a provision or drift run ended: its final status, a one-line summary, each node, its logs."""
+
+    status: str  # passed | failed | error
+    message: str
+    nodes: tuple[NodeOutcome, ...] = ()
+    log_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -167,3 +197,41 @@ class MergeReport:
     part_sightings: int = 0
     certificates: int = 0
     pool_events: int = 0
+    run_nodes: int = 0
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One unit measured in one burn-in iteration (a `burnin_measurements` row). `value` None: the test did
+    not produce a number (`error`)."""
+
+    test: str
+    node: str  # node, or the group label for group tests
+    component: str = ""  # "gpu3", "rail2", "" for the node as a whole
+    peer: str = ""  # pair: the other node; group: members, comma-separated
+    value: float | None = None
+    unit: str = ""
+    error: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.test, self.node, self.component, self.peer)
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None and not self.error
+
+    @property
+    def missing(self) -> str:
+        """The tool (or daemon) that was missing, so nothing was measured: never evidence against hardware."""
+        return str(self.detail.get("missing") or "")
+
+    @property
+    def unmeasured(self) -> str:
+        """The tool that measured nothing here (missing, crashed, timed out, output cut short or not
+        recognised, or never reached): an error naming it, never evidence against hardware."""
+        return str(self.detail.get("missing") or self.detail.get("not_run") or "")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -54,6 +54,7 @@ def run_from_row(row: sqlite3.Row) -> Run:
         message=row["message"],
         heartbeat_at=row["heartbeat_at"] if "heartbeat_at" in keys else None,
         lease_s=row["lease_s"] if "lease_s" in keys else None,
+        log_dir=row["log_dir"] if "log_dir" in keys else None,
     )
 
 
@@ -136,22 +137,41 @@ class RunsMixin(Database):
         self, run_id: str, status: str, message: str | None = None, now: datetime | None = None
     ) -> None:
         """Give a running run its final status (passed | failed | error) and release its nodes."""
+        with self._write() as db:
+            self._finish(db, run_id, status, message, iso(now or utcnow()))
+
+    @staticmethod
+    def _finish(db: sqlite3.Connection, run_id: str, status: str, message: str | None, at: str) -> None:
+        """`finish_run` inside the caller's write transaction."""
         if status not in FINAL_STATUSES:
             raise RecordsError(f"final status must be one of {', '.join(FINAL_STATUSES)}; got {status!r}")
-        with self._write() as db:
-            row = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise RunStateError(f"no run {run_id}")
-            if row["status"] != "running":
-                raise RunStateError(
-                    f"run {run_id} is {row['status']}, not running: its status stays "
-                    f"{row['status']} (a run marked incomplete cannot be finished later)"
-                )
-            db.execute(
-                "UPDATE runs SET status = ?, ended_at = ?, message = ? WHERE id = ?",
-                (status, iso(now or utcnow()), message, run_id),
+        row = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunStateError(f"no run {run_id}")
+        if row["status"] != "running":
+            raise RunStateError(
+                f"run {run_id} is {row['status']}, not running: its status stays "
+                f"{row['status']} (a run marked incomplete cannot be finished later)"
             )
+        db.execute(
+            "UPDATE runs SET status = ?, ended_at = ?, message = ? WHERE id = ?",
+            (status, at, message, run_id),
+        )
+        db.execute("DELETE FROM node_locks WHERE run_id = ?", (run_id,))
+
+    def abandon_run(self, run_id: str, why: str, now: datetime | None = None) -> bool:
+        """Mark a run this process gives up on (interrupted, crashed) `incomplete` now, rather than when its
+        process is found gone; False when it was no longer running."""
+        with self._write() as db:
+            cur = db.execute(
+                "UPDATE runs SET status = 'incomplete', ended_at = ?, message = ?"
+                " WHERE id = ? AND status = 'running'",
+                (iso(now or utcnow()), f"did not finish: {why}", run_id),
+            )
+            if cur.rowcount != 1:
+                return False
             db.execute("DELETE FROM node_locks WHERE run_id = ?", (run_id,))
+            return True
 
     def mark_stale_incomplete(self, now: datetime | None = None) -> list[str]:
         """Turn every `running` run whose process is gone (or whose lease ran out) into `incomplete`."""

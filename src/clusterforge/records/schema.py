@@ -9,12 +9,17 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from clusterforge.records.model import SchemaTooNew
+
 KINDS = ("provision", "certify", "drift", "burnin")
 RUN_STATUSES = ("running", "passed", "failed", "incomplete", "error")
 FINAL_STATUSES = ("passed", "failed", "error")
 VERDICTS = ("pass", "fail", "error")
 PART_KINDS = ("gpu", "nic")
 POOL_ACTIONS = ("drain", "resume", "admit", "hold", "override")
+BURNIN_STATUSES = ("running", "passed", "failed", "error")
+# provision: ok | changed | failed | unreachable | skipped; drift: ok | drifted | unreachable | error
+NODE_OUTCOMES = ("ok", "changed", "failed", "unreachable", "skipped", "drifted", "error")
 
 
 def _in(values: tuple[str, ...]) -> str:
@@ -151,5 +156,78 @@ def _v2(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
+# Burn-in's tables as its own chain made them (`burnin_schema_version` 1): version 3 adopts a file that has
+# them and makes them in one that has not, so both end the same.
+_BURNIN_TABLES = f"""
+    CREATE TABLE burnin_runs (
+        id TEXT PRIMARY KEY, cluster TEXT NOT NULL, plan_hash TEXT, spec_path TEXT,
+        nodes TEXT NOT NULL, target_iterations INTEGER, duration_s REAL, options TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN {_in(BURNIN_STATUSES)}),
+        finished_at TEXT, summary TEXT, plan TEXT NOT NULL);
+    CREATE TABLE burnin_sessions (
+        burnin_id TEXT NOT NULL REFERENCES burnin_runs(id), run_id TEXT NOT NULL,
+        started_at TEXT NOT NULL, first_iteration INTEGER NOT NULL, PRIMARY KEY (burnin_id, run_id));
+    CREATE TABLE burnin_iterations (
+        burnin_id TEXT NOT NULL REFERENCES burnin_runs(id),
+        iteration INTEGER NOT NULL CHECK (iteration >= 1),
+        run_id TEXT NOT NULL, started_at TEXT NOT NULL, ended_at TEXT NOT NULL, duration_s REAL NOT NULL,
+        PRIMARY KEY (burnin_id, iteration));
+    CREATE TABLE burnin_measurements (
+        burnin_id TEXT NOT NULL, iteration INTEGER NOT NULL, test TEXT NOT NULL, node TEXT NOT NULL,
+        component TEXT NOT NULL, peer TEXT NOT NULL, value REAL, unit TEXT, error TEXT, detail TEXT,
+        PRIMARY KEY (burnin_id, iteration, test, node, component, peer),
+        FOREIGN KEY (burnin_id, iteration) REFERENCES burnin_iterations(burnin_id, iteration));
+    CREATE INDEX burnin_measurements_by_node ON burnin_measurements(node, test);
+    CREATE TABLE burnin_verdicts (
+        burnin_id TEXT NOT NULL REFERENCES burnin_runs(id), node TEXT NOT NULL, verdict TEXT NOT NULL,
+        findings TEXT NOT NULL, recorded_at TEXT NOT NULL, PRIMARY KEY (burnin_id, node));
+"""
+BURNIN_CHAIN_KNOWN = 1  # the last version of burn-in's own chain, which version 3 replaces
+
+
+def _v3(db: sqlite3.Connection) -> None:
+    """Burn-in's tables join this chain. Until now `burnin/db.py` kept them with a chain of its own (table
+    `burnin_schema_version`); a file it made keeps its tables and rows and loses that version table."""
+    has_chain = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'burnin_schema_version'"
+    ).fetchone()
+    old = 0
+    if has_chain:
+        old = int(db.execute("SELECT COALESCE(MAX(version), 0) FROM burnin_schema_version").fetchone()[0])
+    if old > BURNIN_CHAIN_KNOWN:
+        raise SchemaTooNew(
+            f"burn-in tables have schema version {old} (burnin_schema_version), this clusterforge knows up "
+            f"to {BURNIN_CHAIN_KNOWN}: upgrade clusterforge"
+        )
+    if old == 0:
+        _script(db, _BURNIN_TABLES)
+    if has_chain:
+        db.execute("DROP TABLE burnin_schema_version")
+
+
+def _v4(db: sqlite3.Connection) -> None:
+    """What provision and drift runs did or found per node, and where a run's logs are."""
+    _script(
+        db,
+        f"""
+    ALTER TABLE runs ADD COLUMN log_dir TEXT;
+    CREATE TABLE run_nodes (
+        run_id      TEXT NOT NULL REFERENCES runs(id),
+        node        TEXT NOT NULL,
+        outcome     TEXT NOT NULL CHECK (outcome IN {_in(NODE_OUTCOMES)}),
+        changed     INTEGER NOT NULL DEFAULT 0,       -- provision: tasks changed; drift: settings drifted
+        duration_s  REAL,
+        failed_task TEXT,
+        message     TEXT,
+        detail      TEXT,                             -- JSON
+        recorded_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, node)
+    );
+    CREATE INDEX run_nodes_by_node ON run_nodes(node);
+    """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
 CURRENT_VERSION = len(MIGRATIONS)

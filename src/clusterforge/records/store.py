@@ -1,4 +1,5 @@
-"""`Store`: the records database (runs, results, parts, certificates, pool events) and its merge.
+"""`Store`: the records database (runs, results, parts, certificates, pool events, node outcomes of
+provision and drift runs) and its merge.
 
 store = Store()                      # $CLUSTERFORGE_DB or ~/.local/state/clusterforge/records.db
 run = store.start_run("certify", "lab", plan_hash=..., tier="quick", nodes=["ib-01"])
@@ -22,6 +23,7 @@ from clusterforge.records import signing
 from clusterforge.records._util import hostname, iso, utcnow, who
 from clusterforge.records.db import Database, connect, migrate
 from clusterforge.records.model import MergeReport, PoolEvent, RecordsError
+from clusterforge.records.outcomes import OutcomesMixin
 from clusterforge.records.parts import PartsMixin
 from clusterforge.records.results import ResultsMixin
 from clusterforge.records.runs import RunsMixin
@@ -37,6 +39,7 @@ _MERGED = (
     ("part_sightings", "run_id, node, kind, slot"),
     ("certificates", "digest"),
     ("pool_events", "id"),
+    ("run_nodes", "run_id, node"),
 )
 
 
@@ -153,11 +156,12 @@ class EventsMixin(Database):
         return [PoolEvent(**dict(r)) for r in self._all(sql + " ORDER BY at", tuple(args))]
 
 
-class Store(RunsMixin, ResultsMixin, PartsMixin, CertificatesMixin, EventsMixin):
+class Store(RunsMixin, ResultsMixin, PartsMixin, CertificatesMixin, EventsMixin, OutcomesMixin):
     """The records database. Safe for several processes at once; one `Store` per thread."""
 
     def merge_from(self, other_path: str | Path, *, trusted: TrustedKeys | None = None) -> MergeReport:
-        """Import runs, results, parts, certificates and pool events of another records database.
+        """Import runs, results, parts, certificates, pool events and the node outcomes of provision and drift
+        runs of another records database (burn-in's tables are not merged).
 
         Every certificate of the other database is checked first (`shardcheck.shard_problems`: signed by a
         trusted key, columns as signed, its run and node result present); any failure raises
@@ -190,7 +194,8 @@ class Store(RunsMixin, ResultsMixin, PartsMixin, CertificatesMixin, EventsMixin)
                     for table, key in _MERGED:
                         counts[table] = self._merge_table(db, table, key)
                     counts["runs_updated"] = db.execute(
-                        "UPDATE runs SET status = o.status, ended_at = o.ended_at, message = o.message"
+                        "UPDATE runs SET status = o.status, ended_at = o.ended_at, message = o.message,"
+                        " log_dir = o.log_dir"
                         " FROM other.runs o"
                         " WHERE runs.id = o.id AND runs.status = 'running' AND o.status != 'running'"
                     ).rowcount

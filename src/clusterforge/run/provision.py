@@ -8,18 +8,19 @@ reboot, and only resumes a node that came back and converged.
 from __future__ import annotations
 
 import getpass
-import json
-import os
 import socket
 import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from rich.console import Console
 
+from clusterforge.records.model import NodeOutcome, RunOutcome
+from clusterforge.records.outcomes import recorded_run
 from clusterforge.remote.inventory import plan_order, resolve_hosts
 from clusterforge.run.ansible import PlaybookResult, run_playbook
 from clusterforge.run.batches import batches, over_fail_limit
@@ -28,7 +29,6 @@ from clusterforge.run.progress import Progress
 from clusterforge.run.shard import forks_for
 
 PENDING_FILE = "/var/lib/clusterforge/reboot-required"
-STATE = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "clusterforge"
 
 
 class Pool(Protocol):
@@ -87,14 +87,38 @@ class ProvisionReport:
     def ok(self) -> bool:
         return not self.failed and not self.aborted and not self.tool_error
 
-    def write(self, folder: Path | None = None) -> Path:
-        folder = folder or STATE / "runs"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"provision-{self.run_id}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True))
-        os.replace(tmp, path)
-        return path
+    def outcome(self) -> RunOutcome:
+        """The run as the records keep it: `error` when ansible-playbook itself failed, `failed` when a
+        host failed or was unreachable or the rollout stopped, else `passed`; each host's outcome."""
+        hosts = sorted(self.hosts.values(), key=lambda h: h.host)
+        counts = Counter(h.status for h in hosts)
+        message = (
+            f"{'check' if self.check else 'apply'}: {len(hosts)} hosts, "
+            + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+            + f"; {sum(h.changed for h in hosts)} tasks changed"
+        )
+        for what, text in (("aborted", self.aborted), ("the tool failed", self.tool_error)):
+            if text:
+                message += f"; {what}: {text}"
+        nodes = tuple(
+            NodeOutcome(
+                h.host,
+                h.status,
+                h.changed,
+                round(h.duration, 3),
+                h.failed_task or None,
+                h.message or None,
+                {
+                    "pending_reboot": h.pending_reboot,
+                    "rebooted": h.rebooted,
+                    "drained": h.drained,
+                    "changed_tasks": h.changed_tasks,
+                },
+            )
+            for h in hosts
+        )
+        status = "error" if self.tool_error else "passed" if self.ok else "failed"
+        return RunOutcome(status, message, nodes, self.logs or None)
 
 
 def _merge(report: ProvisionReport, res: PlaybookResult) -> None:
@@ -131,12 +155,13 @@ def provision(
     pool: Pool | None,
     console: Console | None = None,
     env: Mapping[str, str] | None = None,
+    run_id: str | None = None,
 ) -> ProvisionReport:
     """Provision the hosts `opts.limit` selects; `env` is added to Ansible's environment (the target's:
     `clusterforge.targets`; the lab's BMC account for the bios role, a path, never the password)."""
     console = console or Console()
     report = ProvisionReport(
-        uuid.uuid4().hex[:12], plan_doc["cluster"], plan_doc["plan_hash"], opts.check, time.time()
+        run_id or uuid.uuid4().hex[:12], plan_doc["cluster"], plan_doc["plan_hash"], opts.check, time.time()
     )
     hosts = plan_order(resolve_hosts(inventory, opts.limit), plan_doc)
     rollout = plan_doc["rollout"]
@@ -193,6 +218,29 @@ def provision(
         stopped = report.aborted or report.tool_error
         report.hosts.setdefault(h, HostRecord(h, status="skipped" if stopped else "ok"))
     report.ended = time.time()
+    return report
+
+
+def provision_recorded(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    opts: Options,
+    pool: Pool | None,
+    console: Console | None = None,
+    spec_path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ProvisionReport:
+    """`provision` as a provision run of the records (its id names the logs folder; tier `check` in check
+    mode): started `running`, finished with each host's outcome; an exception leaves it `incomplete`."""
+    with recorded_run(
+        "provision",
+        plan_doc["cluster"],
+        plan_hash=plan_doc.get("plan_hash"),
+        spec_path=spec_path,
+        tier="check" if opts.check else None,
+    ) as rec:
+        report = provision(plan_doc, inventory, opts, pool, console, env, run_id=rec.run_id)
+        rec.finish(report.outcome())
     return report
 
 

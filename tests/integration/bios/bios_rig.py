@@ -20,7 +20,6 @@ import requests
 
 from clusterforge.run.ansible import PlaybookResult, run_playbook
 
-REPO = Path(__file__).resolve().parents[3]
 BMC_NODES = ("roce-01", "roce-02")
 
 

@@ -8,19 +8,20 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from bios_rig import BMC_NODES, REPO, Rig, free_port
+from bios_rig import BMC_NODES, Rig, free_port
 
 from clusterforge.flows.plan import write_outputs
 from clusterforge.lab.bmc import bmc_env, start_bmcs, stop_bmcs
 from clusterforge.plan import bios_vars
 from clusterforge.plan.build import build_plan
 from clusterforge.spec.load import load_spec_text
+from tests.conftest import LAB_SPEC
 
 
 @pytest.fixture(scope="session")
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     tmp = tmp_path_factory.mktemp("bios")
-    spec = yaml.safe_load((REPO / "inventory/clusters/lab.yaml").read_text())
+    spec = yaml.safe_load(LAB_SPEC.read_text())
     for pool in spec["pools"]:
         pool.pop("nodes", None)
         if pool["name"] == "roce":

@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bios_rig import BMC_NODES, REPO, Rig
+from bios_rig import BMC_NODES, Rig
+
+from tests.conftest import REPO
 
 
 def certify(rig: Rig, out: Path, **env: str) -> dict[str, dict[str, Any]]:

@@ -18,8 +18,6 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-
 
 def clear_faults(lab: Any, node: str) -> None:
     from clusterforge.lab.sim import paths

@@ -22,10 +22,10 @@ from typing import Any
 import cdp
 import pytest
 
-from clusterforge.burnin.db import BurninDB
+from clusterforge.records.burnin import BurninDB
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[3]
 ITERATIONS = 3
 FAULTS = [("roce-01", "slow-nic", {"rail": 3}), ("ib-01", "slow-gpu", {"gpu": 2}), ("roce-02", "noisy", {})]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-SPEC = REPO / "inventory" / "clusters" / "lab.yaml"
+from tests.conftest import LAB_SPEC
+
 LOCK = Path("/run/lock/clusterforge-lab-tests.lock")  # as tests/integration/conftest.py
 
 
@@ -85,7 +85,7 @@ def _provision_by_hand(lab: Any) -> None:
     from clusterforge.run.provision import Options
 
     with open(os.devnull, "w") as sink:
-        rc = provision_flow(SPEC, Options(), Console(file=sink))
+        rc = provision_flow(LAB_SPEC, Options(), Console(file=sink))
     assert rc == 0, "provisioning the session lab failed (see `clusterforge provision` output)"
 
 
@@ -95,7 +95,7 @@ def certify_lab(request: pytest.FixtureRequest, certify_env: Path) -> Iterator[C
     meet another session's tests on the same nodes)."""
     from clusterforge.flows.plan import load_plan
 
-    plan, inventory = load_plan(SPEC)  # writes inventory/generated/lab/ before the lab reads its plan
+    plan, inventory = load_plan(LAB_SPEC)  # writes inventory/generated/lab/ before the lab reads its plan
     snapshot = os.environ.get("CLUSTERFORGE_LAB_SNAPSHOT")  # a provisioned state kept by `lab snapshot`
     if snapshot:
         lab = request.getfixturevalue("lab")
@@ -114,6 +114,6 @@ def certify_lab(request: pytest.FixtureRequest, certify_env: Path) -> Iterator[C
     with open(LOCK, "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         try:
-            yield CertifyLab(lab, plan.doc, inventory, SPEC, certify_env)
+            yield CertifyLab(lab, plan.doc, inventory, LAB_SPEC, certify_env)
         finally:
             fcntl.flock(held, fcntl.LOCK_UN)

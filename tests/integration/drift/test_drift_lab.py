@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import LAB_SPEC, REPO
+
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[3]
 
 
 def cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
@@ -43,9 +44,7 @@ def drift_json(p: Any, tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:
 
 def test_spec_typo_is_bad_input_not_drift(tmp_path: Path) -> None:
     bad = tmp_path / "lab.yaml"
-    bad.write_text(
-        (REPO / "inventory/clusters/lab.yaml").read_text().replace("pool_manager:", "pool_manager_x:")
-    )
+    bad.write_text((LAB_SPEC).read_text().replace("pool_manager:", "pool_manager_x:"))
     res = cli("drift", str(bad), timeout=120)
     assert res.returncode == 2, res.stderr
     assert "pool_manager_x" in res.stderr and "Traceback" not in res.stderr

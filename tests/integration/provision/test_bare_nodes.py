@@ -3,13 +3,13 @@ every one is there after (installed over the network from the lab's Debian proxy
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import REPO
+
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[3]
 TOOLS = ["ibstat", "ib_write_bw", "mlnx_qos", "mlxconfig", "ofed_info", "chronyd", "slurmd", "lspci"]
 # installed by the benchmarks role (issue 15 item 2) once it exists
 BENCH_TOOLS = ["nvbandwidth", "all_reduce_perf"]

@@ -8,16 +8,16 @@ Pulumi's mocks), executed the way pulumi-command runs them (`/bin/sh -c` in `dir
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
 from pulumi.runtime.settings import ROOT
 
+from tests.conftest import REPO
+
 pytestmark = pytest.mark.lab
 
-REPO = Path(__file__).resolve().parents[3]
 SPEC = "inventory/clusters/lab.yaml"
 LAB_KEYS = ("mgmt_ip", "mgmt_mac", "mgmt_netdev", "fabric", "pool")
 RAIL_KEYS = ("netdev", "mac", "ip", "prefix", "mtu")

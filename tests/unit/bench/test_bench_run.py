@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
 from clusterforge.run import ansible
 from clusterforge.run.naive import NAIVE_REMOVED, naive_env, naive_runner
+from tests.conftest import REPO
 
-RUN_PY = Path(__file__).resolve().parents[3] / "bench" / "run.py"
+RUN_PY = REPO / "bench" / "run.py"
 
 
 @pytest.fixture(scope="module")

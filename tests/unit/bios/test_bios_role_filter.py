@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
 from clusterforge.spec import bios
+from tests.conftest import REPO
 
-FILTER = Path(__file__).resolve().parents[3] / "playbooks/roles/bios/filter_plugins/bios.py"
+FILTER = REPO / "playbooks/roles/bios/filter_plugins/bios.py"
 
 
 def _load() -> ModuleType:

@@ -14,8 +14,9 @@ from clusterforge.certify.checks import CheckFailed
 from clusterforge.lab.bmc import default_address, hooks, plan_bmcs
 from clusterforge.lab.bmc.secrets import credentials_env, ensure_account, ensure_tls
 from clusterforge.spec import bios
+from tests.conftest import REPO
 
-VALIDATOR = Path(__file__).resolve().parents[3] / "validators" / "test_bios.py"
+VALIDATOR = REPO / "validators" / "test_bios.py"
 
 
 def test_plan_bmcs_takes_the_plan_addresses() -> None:

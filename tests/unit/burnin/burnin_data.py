@@ -1,25 +1,23 @@
-"""Plans of the example specs (built once per process) and synthetic burn-in measurements."""
+"""Plans of the example specs (tests/conftest.py builds them once per process) and synthetic burn-in
+measurements."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from clusterforge.burnin.model import Measurement
+from tests.conftest import example_plan
 
-REPO = Path(__file__).resolve().parents[3]
 SPECS = ["lab", "h100-ib-1su", "h100-roce-2su", "h100-ib-4su", "b200-ib-16su"]
 _PLANS: dict[str, dict[str, Any]] = {}
 
 
 def plan_of(name: str) -> dict[str, Any]:
+    """A shallow copy of the example plan's document, one per process (the burn-in tests share it)."""
     if name not in _PLANS:
-        from clusterforge.plan import build_plan
-        from clusterforge.spec import load_spec
-
-        _PLANS[name] = dict(build_plan(load_spec(REPO / "inventory/clusters" / f"{name}.yaml")).doc)
+        _PLANS[name] = dict(example_plan(name).doc)
     return _PLANS[name]
 
 

@@ -163,8 +163,8 @@ def test_records_certificates_and_pool_actions(lab_plan: dict[str, Any], isolate
 
 
 def test_done_by_iterations_or_by_time_spent_in_iterations(tmp_path: Path) -> None:
-    from clusterforge.burnin.db import BurninDB
     from clusterforge.burnin.runner import Options, done
+    from clusterforge.records.burnin import BurninDB
 
     with BurninDB(tmp_path / "r.db") as db:
         by_count = db.create("lab", ["a"], iterations=2, duration_s=None, options={})

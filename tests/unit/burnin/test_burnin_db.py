@@ -1,4 +1,4 @@
-"""Burn-in tables in the records database: whole iterations only, resume bookkeeping, records untouched."""
+"""Burn-in tables in the records database: whole iterations only, resume bookkeeping, one schema."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.burnin.db import BurninDB, BurninError
 from clusterforge.burnin.model import Measurement
-from clusterforge.records import CURRENT_VERSION, Store
+from clusterforge.records import CURRENT_VERSION, SchemaTooNew, Store
+from clusterforge.records.burnin import BurninDB, BurninError
 
 
 def rows(it: int, n: int = 5) -> list[Measurement]:
@@ -66,7 +66,7 @@ def test_sigkill_inside_the_iteration_transaction_loses_only_that_iteration(tmp_
             db.commit_iteration(bid, it, "s", "t", 1.0, rows(it))
     code = textwrap.dedent(f"""
         import os, signal
-        from clusterforge.burnin.db import BurninDB
+        from clusterforge.records.burnin import BurninDB
         from clusterforge.burnin.model import Measurement
         db = BurninDB({str(path)!r})
         class Dying:
@@ -91,20 +91,20 @@ def test_sigkill_inside_the_iteration_transaction_loses_only_that_iteration(tmp_
         assert [i["iteration"] for i in db.iterations(bid)] == [1, 2, 3]
 
 
-def test_records_schema_is_left_alone(tmp_path: Path) -> None:
+def test_burnin_and_records_share_one_schema(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     with Store(path) as store:
         run = store.start_run("burnin", "lab", nodes=["roce-01"])
         store.finish_run(run, "passed")
     with BurninDB(path) as db:
         new(db)
-    with BurninDB(path):
-        pass  # migrations are idempotent
+        assert db.schema_version == CURRENT_VERSION
     with Store(path) as store:
         assert store.schema_version == CURRENT_VERSION
         assert store.get_run(run).status == "passed"
     con = sqlite3.connect(path)
-    assert con.execute("SELECT MAX(version) FROM burnin_schema_version").fetchone()[0] == 1
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "burnin_schema_version" not in tables and "burnin_runs" in tables
     assert con.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == CURRENT_VERSION
     con.close()
 
@@ -125,13 +125,13 @@ def test_lookup_by_prefix_finish_and_verdicts(tmp_path: Path) -> None:
         assert [x.id for x in db.runs("lab")] == [bid]
 
 
-def test_newer_tables_are_refused(tmp_path: Path) -> None:
+def test_a_newer_records_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     BurninDB(path).close()
     con = sqlite3.connect(path)
-    con.execute("INSERT INTO burnin_schema_version VALUES (99, 'x')")
+    con.execute("INSERT INTO schema_version VALUES (99, 'x')")
     con.commit()
     con.close()
-    with pytest.raises(BurninError, match="schema version 99"):
+    with pytest.raises(SchemaTooNew, match="schema version 99"):
         BurninDB(path)
     assert os.path.exists(path)

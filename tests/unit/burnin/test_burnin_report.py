@@ -13,9 +13,9 @@ from burnin_data import synthetic
 from typer.testing import CliRunner
 
 from clusterforge.burnin import report
-from clusterforge.burnin.db import BurninDB
 from clusterforge.burnin.runner import plan_extract
 from clusterforge.cli import app as main_app
+from clusterforge.records.burnin import BurninDB
 
 NODES = ["roce-01", "roce-02", "ib-01", "ib-02"]
 

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from burnin_data import REPO
 
 from clusterforge.burnin import measure, suite
 from clusterforge.hw import nvbandwidth
 from clusterforge.plan.expect import NodeExpect, node_expect
+from tests.conftest import REAL
 
-REAL = REPO / "tests/fixtures/real"
 NCCL = REAL / "nccl-all_reduce_perf__h100x8-gke-a3-1node-elideng__1.txt"
 STUBS = {
     "dcgmi": f"cat {REAL / 'dcgmi-diag-json__r2-1gpu-virtualclient__3.txt'}",

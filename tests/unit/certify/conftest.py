@@ -1,4 +1,5 @@
-"""Shared builders: a plan from the lab spec, node results, a private records database."""
+"""Shared builders: the lab's node expectations (the lab plan and `lab_doc` are tests/conftest.py's), node
+results, a private records database."""
 
 from __future__ import annotations
 
@@ -8,22 +9,13 @@ from typing import Any
 import pytest
 
 from clusterforge.certify.results import CheckResult, NodeResult
+from clusterforge.plan import Plan
 from clusterforge.plan.expect import NodeExpect, nodes_of
 
-REPO = Path(__file__).resolve().parents[3]
-
 
 @pytest.fixture(scope="session")
-def lab_doc() -> dict[str, Any]:
-    from clusterforge.plan import build_plan
-    from clusterforge.spec import load_spec
-
-    return build_plan(load_spec(REPO / "inventory/clusters/lab.yaml")).doc
-
-
-@pytest.fixture(scope="session")
-def lab_nodes(lab_doc: dict[str, Any]) -> dict[str, NodeExpect]:
-    return nodes_of(lab_doc)
+def lab_nodes(lab_plan: Plan) -> dict[str, NodeExpect]:
+    return nodes_of(lab_plan.doc)
 
 
 @pytest.fixture

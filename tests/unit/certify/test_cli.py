@@ -8,8 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clusterforge.cli import app
-
-from .conftest import REPO
+from tests.conftest import REPO
 
 
 @pytest.fixture

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from clusterforge.remote import tools
-
-PLAYBOOKS = Path(__file__).resolve().parents[3] / "playbooks"
+from tests.conftest import PLAYBOOKS
 
 
 @pytest.mark.parametrize(

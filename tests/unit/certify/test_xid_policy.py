@@ -5,14 +5,11 @@ Provenance of each capture is in tests/fixtures/real/SOURCES.md; the source is r
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from clusterforge.certify.xid import parse_policy, policy
 from clusterforge.hw import xid as xid_log
-
-REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+from tests.conftest import REAL
 
 # file -> (Xids that are fatal under the policy, Xids that are not, source)
 CASES = {

@@ -16,9 +16,8 @@ from clusterforge.checks import Event, by_id, decide, get, xid_check
 from clusterforge.checks.docs import render
 from clusterforge.checks.registry import base_id, problems
 from clusterforge.cli import app
+from tests.conftest import REPO, VALIDATORS
 
-ROOT = Path(__file__).resolve().parents[3]
-VALIDATORS = ROOT / "validators"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -161,7 +160,7 @@ def test_reason_is_safe_for_a_pool_manager() -> None:
 
 
 def test_committed_docs_match_the_registry() -> None:
-    committed = (ROOT / "docs" / "checks.md").read_text()
+    committed = (REPO / "docs" / "checks.md").read_text()
     assert committed == render(), (
         "docs/checks.md is stale: run `clusterforge checks docs --output docs/checks.md`"
     )

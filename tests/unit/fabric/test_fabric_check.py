@@ -16,24 +16,22 @@ from clusterforge.fabric.check import check
 from clusterforge.fabric.expected import expected_links
 from clusterforge.fabric.formats import RENDERERS
 from clusterforge.fabric.render import Wire, ibnetdiscover_text, lldp_json0
-from clusterforge.plan import build_plan
 from clusterforge.plan.build import Plan
 from clusterforge.plan.cabling import cable_sheet, node_rails
-from clusterforge.spec import load_spec
+from tests.conftest import REPO, example_plan
 
-ROOT = Path(__file__).resolve().parents[3]
-IB_SPEC = ROOT / "inventory/clusters/h100-ib-1su.yaml"
-ROCE_SPEC = ROOT / "inventory/clusters/h100-roce-2su.yaml"
+IB_SPEC = REPO / "inventory/clusters/h100-ib-1su.yaml"
+ROCE_SPEC = REPO / "inventory/clusters/h100-roce-2su.yaml"
 
 
 @pytest.fixture(scope="module")
 def ib_plan() -> Plan:
-    return build_plan(load_spec(IB_SPEC))
+    return example_plan("h100-ib-1su")
 
 
 @pytest.fixture(scope="module")
 def roce_plan() -> Plan:
-    return build_plan(load_spec(ROCE_SPEC))
+    return example_plan("h100-roce-2su")
 
 
 def _ib_wires(plan: Plan) -> list[Wire]:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from clusterforge.fabric.counters import default_policy, from_perfquery, judge, limits
 from clusterforge.hw import ibmad, nic_counters
-
-REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+from tests.conftest import REAL
 
 
 def test_policy_has_every_counter_the_issue_names() -> None:

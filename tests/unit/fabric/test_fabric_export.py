@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from clusterforge.errors import InputError
 from clusterforge.fabric.expected import expected_links
 from clusterforge.fabric.export import ibdiagnet_topo, ptm_dot
-from clusterforge.plan import build_plan
 from clusterforge.plan.cabling import cable_sheet
-from clusterforge.spec import load_spec
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.conftest import example_plan
 
 
 def test_ibdiagnet_topo_lists_every_cable_from_both_systems() -> None:
-    plan = build_plan(load_spec(ROOT / "inventory/clusters/h100-ib-1su.yaml"))
+    plan = example_plan("h100-ib-1su")
     sheet = cable_sheet(plan)
     links = expected_links(plan, sheet)
     text = ibdiagnet_topo(links, {s.name: s.model for s in sheet.switches})
@@ -33,7 +28,7 @@ def test_ibdiagnet_topo_lists_every_cable_from_both_systems() -> None:
 
 
 def test_ptm_dot_edges_and_roles() -> None:
-    plan = build_plan(load_spec(ROOT / "inventory/clusters/h100-roce-2su.yaml"))
+    plan = example_plan("h100-roce-2su")
     sheet = cable_sheet(plan)
     links = expected_links(plan, sheet)
     dot = ptm_dot(links, {s.name: s.role for s in sheet.switches}, plan.name)
@@ -44,7 +39,7 @@ def test_ptm_dot_edges_and_roles() -> None:
 
 
 def test_export_refuses_names_the_formats_cannot_carry() -> None:
-    plan = build_plan(load_spec(ROOT / "inventory/clusters/h100-roce-2su.yaml"))
+    plan = example_plan("h100-roce-2su")
     links = expected_links(plan)
     bad = [links[0]._replace(a=links[0].a._replace(device='evil" -- "x'))]
     with pytest.raises(InputError):

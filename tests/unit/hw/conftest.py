@@ -13,20 +13,20 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-REAL_DIR = REPO_ROOT / "tests" / "fixtures" / "real"
+from tests.conftest import REAL
+
 LOCAL_DIR = Path(__file__).resolve().parent / "fixtures"
 
 
 def real_dir() -> Path:
     """The real-fixture folder of the repository (a missing folder is a broken checkout: the test fails)."""
-    assert REAL_DIR.is_dir(), f"real captured fixtures not found at {REAL_DIR}"
-    return REAL_DIR
+    assert REAL.is_dir(), f"real captured fixtures not found at {REAL}"
+    return REAL
 
 
 def read_real(name: str) -> str:
     path = real_dir() / name
-    assert path.is_file(), f"fixture {name} missing from {REAL_DIR}"
+    assert path.is_file(), f"fixture {name} missing from {REAL}"
     return path.read_text(encoding="utf-8")
 
 

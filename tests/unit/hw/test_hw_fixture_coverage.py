@@ -40,8 +40,9 @@ from clusterforge.hw import (
     show_gids,
     xid,
 )
+from tests.conftest import REAL
 
-from .conftest import LOCAL_DIR, REAL_DIR, real_dir
+from .conftest import LOCAL_DIR, real_dir
 
 Parser = Callable[..., Any]
 
@@ -158,9 +159,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def _real_files() -> list[str]:
-    if not REAL_DIR.is_dir():
+    if not REAL.is_dir():
         return []
-    return sorted(p.name for p in REAL_DIR.iterdir() if p.is_file() and p.name != "SOURCES.md")
+    return sorted(p.name for p in REAL.iterdir() if p.is_file() and p.name != "SOURCES.md")
 
 
 def _local_files() -> list[str]:

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from clusterforge.lab import image
+from tests.conftest import REPO
 
 
 def test_base_hash_is_stable_and_order_free() -> None:
@@ -16,7 +17,7 @@ def test_base_hash_is_stable_and_order_free() -> None:
     assert image.base_hash(pkgs) != image.base_hash([*pkgs, "htop"])
 
 
-ROLES = Path(__file__).resolve().parents[3] / "playbooks/roles"
+ROLES = REPO / "playbooks/roles"
 
 
 def _role_packages() -> set[str]:

@@ -17,20 +17,13 @@ from clusterforge import targets
 from clusterforge.lab import bmc, config, net
 from clusterforge.lab.bmc.secrets import ensure_account
 from clusterforge.lab.lab import Lab, LabError
-from clusterforge.plan import build_plan
+from clusterforge.plan import Plan, build_plan
 from clusterforge.plan.inventory import all_vars, hosts_yml
 from clusterforge.pool.managers import manager_for
 from clusterforge.run import provision as provision_mod
 from clusterforge.run.ansible import HostResult, PlaybookResult, TaskResult
-from clusterforge.spec import load_spec, load_spec_text
-
-REPO = Path(__file__).resolve().parents[3]
-LAB_SPEC = REPO / "inventory" / "clusters" / "lab.yaml"
-
-
-@pytest.fixture(scope="module")
-def lab_doc() -> dict[str, Any]:
-    return build_plan(load_spec(LAB_SPEC)).doc
+from clusterforge.spec import load_spec_text
+from tests.conftest import LAB_SPEC
 
 
 @pytest.fixture(autouse=True)
@@ -54,8 +47,10 @@ def test_lab_spec_gives_every_node_its_own_bmc_at_its_default_address(lab_doc: d
     assert len({b.port for b in bmc.plan_bmcs(lab_doc)}) == len(nodes) == 4
 
 
-def test_lab_inventory_gives_each_node_the_bios_vars_and_the_lab_ca(lab_doc: dict[str, Any]) -> None:
-    plan = build_plan(load_spec(LAB_SPEC))
+def test_lab_inventory_gives_each_node_the_bios_vars_and_the_lab_ca(
+    lab_plan: Plan, lab_doc: dict[str, Any]
+) -> None:
+    plan = lab_plan
     hosts = {h: v for g in hosts_yml(plan)["all"]["children"].values() for h, v in g["hosts"].items() if v}
     assert {h: v["clusterforge_bmc"]["address"] for h, v in hosts.items()} == {
         n["name"]: n["bmc"]["address"] for n in lab_doc["nodes"]
@@ -197,12 +192,12 @@ def test_real_bmcs_idempotent_listed_as_leftovers_until_stopped(
 
 
 def test_provision_runs_site_yml_with_the_lab_account(
-    lab_doc: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    lab_plan: Plan, lab_doc: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Both site.yml runs of the loop (converge, and converge again after the reboot) get the account."""
     from clusterforge.flows.plan import write_outputs
 
-    inv = write_outputs(build_plan(load_spec(LAB_SPEC)), tmp_path / "inv", svg=False)
+    inv = write_outputs(lab_plan, tmp_path / "inv", svg=False)
     account = {"CLUSTERFORGE_BMC_USER": "u", "CLUSTERFORGE_BMC_PASSWORD_FILE": "/p"}
     seen: list[tuple[str, Any]] = []
     read = {"n": 0}

@@ -19,10 +19,11 @@ from clusterforge.metrics.exporter import TEXTFILE, parse_listen, server, write_
 from clusterforge.metrics.exposition import Family, format_value, render
 from clusterforge.records import CheckResult, Store
 from clusterforge.records import certificate as certmod
+from clusterforge.records.model import NodeOutcome, RunOutcome
+from tests.conftest import REPO
 
 parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client (dev extra) not installed")
 
-ROOT = Path(__file__).resolve().parents[3]
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DIGEST = "a" * 64
 
@@ -89,16 +90,23 @@ def db(isolated: Path) -> Path:
         s.record_pool_event("n2", "drain", "clusterforge: failed rdma.port", now=T0 + timedelta(minutes=3))
 
         drift = s.start_run("drift", "lab", now=T0 + timedelta(hours=1))
-        s.add_check_results(
-            drift, [CheckResult("n2", "os_tuning.thp", "fail"), CheckResult("n2", "nccl.conf", "pass")]
+        drifted = (NodeOutcome("n1", "ok"), NodeOutcome("n2", "drifted", 1))
+        s.finish_with_outcome(
+            drift, RunOutcome("failed", "", drifted), now=T0 + timedelta(hours=1, minutes=1)
         )
-        s.add_node_result(drift, "n2", "fail", now=T0 + timedelta(hours=1))
-        s.add_node_result(drift, "n1", "pass", now=T0 + timedelta(hours=1))
-        s.finish_run(drift, "failed", now=T0 + timedelta(hours=1, minutes=1))
+        unreachable = s.start_run("drift", "lab", now=T0 + timedelta(hours=1, minutes=5))
+        s.finish_with_outcome(  # n2 not checked: its newest drift result stays the one above
+            unreachable,
+            RunOutcome("failed", "", (NodeOutcome("n2", "unreachable"),)),
+            now=T0 + timedelta(hours=1, minutes=6),
+        )
 
         prov = s.start_run("provision", "lab", now=T0 - timedelta(hours=1))
-        s.add_node_result(prov, "n1", "pass", duration_s=321.5, now=T0 - timedelta(minutes=50))
-        s.finish_run(prov, "passed", now=T0 - timedelta(minutes=40))
+        done = (NodeOutcome("n1", "changed", 3, 321.5), NodeOutcome("n2", "skipped"))
+        s.finish_with_outcome(prov, RunOutcome("passed", "", done), now=T0 - timedelta(minutes=40))
+        check = s.start_run("provision", "lab", tier="check", now=T0 - timedelta(minutes=30))
+        would = (NodeOutcome("n1", "failed", 0, 5.0),)  # check mode: changes nothing, never counted
+        s.finish_with_outcome(check, RunOutcome("failed", "", would), now=T0 - timedelta(minutes=29))
 
         live = s.start_run("certify", "lab", tier="full", now=T0 + timedelta(hours=2))
         s.add_check_results(live, [CheckResult("n1", "gpu.count", "fail")])
@@ -160,6 +168,7 @@ def test_drift_provision_pool_and_runs(db: Path) -> None:
     assert value(fams, "clusterforge_drift_items", node="n1") == 0
     assert value(fams, "clusterforge_provision_last_success", node="n1") == 1
     assert value(fams, "clusterforge_provision_last_duration_seconds", node="n1") == 321.5
+    assert not has(fams, "clusterforge_provision_last_success", node="n2")  # skipped: no result
     p = "clusterforge_pool_state"
     assert (
         value(fams, p, node="n1", state="admitted") == 1 and value(fams, p, node="n1", state="drained") == 0
@@ -173,10 +182,10 @@ def test_drift_provision_pool_and_runs(db: Path) -> None:
 
 
 def test_burnin_outlier_scores(isolated: Path) -> None:
-    sys.path.insert(0, str(ROOT / "tests" / "unit" / "burnin"))
+    sys.path.insert(0, str(REPO / "tests" / "unit" / "burnin"))
     from burnin_data import plan_of, synthetic
 
-    from clusterforge.burnin.db import BurninDB
+    from clusterforge.records.burnin import BurninDB
 
     plan = plan_of("lab")
     nodes = [n["name"] for n in plan["nodes"]]

@@ -18,12 +18,11 @@ from clusterforge.certify.xid import policy
 from clusterforge.checks import by_id
 from clusterforge.metrics.collect import collect
 from clusterforge.records import Store
+from tests.conftest import REAL, REPO
 
-ROOT = Path(__file__).resolve().parents[3]
-RULES = ROOT / "monitoring" / "alerts" / "clusterforge.rules.yml"
-RULE_TESTS = ROOT / "monitoring" / "alerts" / "tests"
-DASHBOARD = ROOT / "monitoring" / "grafana" / "clusterforge-fleet.json"
-REAL = ROOT / "tests" / "fixtures" / "real"
+RULES = REPO / "monitoring" / "alerts" / "clusterforge.rules.yml"
+RULE_TESTS = REPO / "monitoring" / "alerts" / "tests"
+DASHBOARD = REPO / "monitoring" / "grafana" / "clusterforge-fleet.json"
 
 # Fields that no captured file shows but that dcgm-exporter exports when its counters file names them
 # (any DCGM field: the metric is named after the field). Source: NVIDIA/DCGM testing/python3/dcgm_fields.py

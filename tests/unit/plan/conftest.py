@@ -1,30 +1,21 @@
-"""Fixtures for the plan tests: example specs compiled once per session, and spec text mutation."""
+"""Fixtures for the plan tests: the example plans (tests/conftest.py), and spec text mutation."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import cache
-from pathlib import Path
 
 import pytest
 
 from clusterforge.plan import Plan, build_plan
-from clusterforge.spec import load_spec, load_spec_text
-
-ROOT = Path(__file__).resolve().parents[3]
-CLUSTERS = ROOT / "inventory" / "clusters"
-
-
-@cache
-def _example(name: str) -> Plan:
-    return build_plan(load_spec(CLUSTERS / f"{name}.yaml"))
+from clusterforge.spec import load_spec_text
+from tests.conftest import CLUSTERS, example_plan
 
 
 @pytest.fixture(scope="session")
 def example() -> Callable[[str], Plan]:
-    """`example("lab")`: the plan of inventory/clusters/lab.yaml (built once)."""
-    return _example
+    """`example("lab")`: the plan of inventory/clusters/lab.yaml (built once, shared: read only)."""
+    return example_plan
 
 
 def without_node_entries(text: str) -> str:

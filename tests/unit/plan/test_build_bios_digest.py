@@ -1,11 +1,10 @@
 """A node with a BMC is certified against its vendor's BIOS map too: the map is in its digest."""
 
-from pathlib import Path
-
 from clusterforge.plan import build_plan
 from clusterforge.spec import load_spec_text
+from tests.conftest import LAB_SPEC
 
-LAB = (Path(__file__).resolve().parents[3] / "inventory" / "clusters" / "lab.yaml").read_text()
+LAB = LAB_SPEC.read_text()
 IB01 = '      - {name: ib-01, bmc: {address: "127.0.0.1:8443", vendor: generic}}\n'  # the lab spec's entry
 
 

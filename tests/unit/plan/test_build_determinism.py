@@ -5,14 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from clusterforge.plan import build_plan
 from clusterforge.plan.outputs import plan_json_text
 from clusterforge.spec import load_spec
-
-ROOT = Path(__file__).resolve().parents[3]
-CLUSTERS = ROOT / "inventory" / "clusters"
+from tests.conftest import CLUSTERS, REPO
 
 
 def test_same_spec_twice_gives_identical_plan_json() -> None:
@@ -45,7 +42,7 @@ def test_plan_json_is_identical_across_hash_seeds(tmp_path) -> None:
                 "json",
             ],
             env=env,
-            cwd=ROOT,
+            cwd=REPO,
             capture_output=True,
             timeout=120,
         )

@@ -12,9 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from clusterforge.cli import app
+from tests.conftest import CLUSTERS
 
-ROOT = Path(__file__).resolve().parents[3]
-CLUSTERS = ROOT / "inventory" / "clusters"
 MAIN = "import sys; from clusterforge.cli import main; sys.argv = ['clusterforge', *sys.argv[1:]]; main()"
 
 # Hand-computed (docs/fabric.md): radix R = 64, su_size D = 32, 8 rails, 1:1 so U = 32 uplinks per leaf;

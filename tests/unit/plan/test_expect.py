@@ -14,20 +14,16 @@ from typing import Any
 
 import pytest
 
-from clusterforge.plan import expect
+from clusterforge.plan import Plan, expect
 from clusterforge.plan.expect import nodes_of
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")
-def lab_inventory(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from clusterforge.plan import build_plan
+def lab_inventory(tmp_path_factory: pytest.TempPathFactory, lab_plan: Plan) -> Path:
     from clusterforge.plan.outputs import write_outputs
-    from clusterforge.spec import load_spec
 
-    plan = build_plan(load_spec(REPO / "inventory/clusters/lab.yaml"))
-    return write_outputs(plan, tmp_path_factory.mktemp("inv"), svg=False)
+    return write_outputs(lab_plan, tmp_path_factory.mktemp("inv"), svg=False)
 
 
 def _doc(inv: Path) -> dict[str, Any]:

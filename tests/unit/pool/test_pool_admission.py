@@ -10,22 +10,20 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from clusterforge.plan import build_plan
+from clusterforge.plan import Plan
 from clusterforge.pool.admission import HistoryEvent, apply, decide, history_from_store, is_flapping
 from clusterforge.pool.base import HOLD_REASON, ResumeRefused
 from clusterforge.pool.file import FilePool
 from clusterforge.records import Store, signing
 from clusterforge.records import certificate as cm
-from clusterforge.spec import load_spec
 
-ROOT = Path(__file__).resolve().parents[3]
 NOW = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 NODE = "ib-01"
 
 
 @pytest.fixture(scope="module")
-def plan() -> dict[str, Any]:
-    return dict(build_plan(load_spec(ROOT / "inventory/clusters/lab.yaml")).doc)
+def plan(lab_plan: Plan) -> dict[str, Any]:
+    return dict(lab_plan.doc)
 
 
 def _digest(plan: dict[str, Any], node: str = NODE) -> str:

@@ -12,21 +12,18 @@ import pytest
 from typer.testing import CliRunner
 
 from clusterforge.cli.pool import app
-from clusterforge.plan import build_plan
+from clusterforge.plan import Plan
 from clusterforge.pool.file import FilePool
 from clusterforge.pool.kubernetes import KubernetesPool
 from clusterforge.pool.managers import manager_for
 from clusterforge.pool.slurm import SlurmPool
 from clusterforge.records import Store
 from clusterforge.records import certificate as cm
-from clusterforge.spec import load_spec
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def plan_doc() -> dict[str, Any]:
-    return dict(build_plan(load_spec(ROOT / "inventory/clusters/lab.yaml")).doc)
+def plan_doc(lab_plan: Plan) -> dict[str, Any]:
+    return dict(lab_plan.doc)
 
 
 @pytest.fixture

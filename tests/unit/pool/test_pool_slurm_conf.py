@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from clusterforge.plan import build_plan
+from clusterforge.plan import Plan
 from clusterforge.plan.build import fabric_doc
 from clusterforge.plan.fabric import FabricInput, plan_fabric
 from clusterforge.pool.slurm_conf import (
@@ -20,19 +20,17 @@ from clusterforge.pool.slurm_conf import (
     render_healthcheck_script,
     render_topology_conf,
 )
-from clusterforge.spec import load_spec
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.conftest import example_plan
 
 
 @pytest.fixture(scope="module")
-def lab() -> dict[str, Any]:
-    return dict(build_plan(load_spec(ROOT / "inventory/clusters/lab.yaml")).doc)
+def lab(lab_plan: Plan) -> dict[str, Any]:
+    return dict(lab_plan.doc)
 
 
 @pytest.fixture(scope="module")
 def four_su() -> dict[str, Any]:
-    return dict(build_plan(load_spec(ROOT / "inventory/clusters/h100-ib-4su.yaml")).doc)
+    return dict(example_plan("h100-ib-4su").doc)
 
 
 def _config_lines(text: str) -> list[str]:

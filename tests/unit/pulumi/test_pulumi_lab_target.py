@@ -6,18 +6,17 @@ from collections.abc import Callable
 
 from pulumi_mocks import REPO, RecordingMocks, run_stack, spec_config
 
-from clusterforge.plan import build_plan
+from clusterforge.plan import Plan
 from clusterforge.pulumi.lab import infra_digest
-from clusterforge.spec import load_spec
 
 LAB = "inventory/clusters/lab.yaml"
 CLI = "/opt/cf venv/bin/clusterforge"  # a space: the strings must quote it
 
 
-def test_lab_commands(stack: Callable[..., RecordingMocks]) -> None:
+def test_lab_commands(stack: Callable[..., RecordingMocks], lab_plan: Plan) -> None:
     mocks = stack(spec_config(LAB, cli=CLI, sudo="false"), name="lab")
     run_stack()
-    plan = build_plan(load_spec(REPO / LAB))
+    plan = lab_plan
     cmds = {c.name: c for c in mocks.of_type("command:local:Command")}
     assert set(cmds) == {"lab-lab-infra"} | {f"{n['name']}-lab" for n in plan.doc["nodes"]}
 
@@ -59,8 +58,8 @@ def test_bare_metal_has_no_commands(stack: Callable[..., RecordingMocks]) -> Non
     assert not mocks.of_type("command:local:Command")
 
 
-def test_infra_digest_ignores_nodes_but_not_networks() -> None:
-    doc = build_plan(load_spec(REPO / LAB)).doc
+def test_infra_digest_ignores_nodes_but_not_networks(lab_plan: Plan) -> None:
+    doc = lab_plan.doc
     same = {**doc, "nodes": doc["nodes"][:1], "plan_hash": "x"}
     assert infra_digest(same) == infra_digest(doc)
     moved = {**doc, "networks": {**doc["networks"], "management": {"cidr": "10.9.0.0/24"}}}

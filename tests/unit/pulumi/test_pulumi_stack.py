@@ -11,6 +11,7 @@ from pulumi_mocks import REPO, RecordingMocks, run_stack, spec_config
 
 from clusterforge.plan import build_plan
 from clusterforge.spec import load_spec
+from tests.conftest import example_plan
 
 T = "clusterforge:index:"
 
@@ -28,7 +29,7 @@ def test_resources_match_the_plan(
 ) -> None:
     mocks = stack(spec_config(f"inventory/clusters/{spec}.yaml"), name=spec)
     run_stack()
-    plan = build_plan(load_spec(REPO / f"inventory/clusters/{spec}.yaml"))
+    plan = example_plan(spec)
 
     counts = Counter(r.typ for r in mocks.resources)
     assert counts[T + "GpuCluster"] == 1

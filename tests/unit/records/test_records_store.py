@@ -57,11 +57,11 @@ def test_default_path_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_fresh_database_is_current_and_wal(store: Store) -> None:
-    assert store.schema_version == CURRENT_VERSION == 2
+    assert store.schema_version == CURRENT_VERSION == 4
     db = _raw(store.path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     versions = [r[0] for r in db.execute("SELECT version FROM schema_version ORDER BY version")]
-    assert versions == [1, 2]
+    assert versions == [1, 2, 3, 4]
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     assert {
         "runs",
@@ -72,6 +72,12 @@ def test_fresh_database_is_current_and_wal(store: Store) -> None:
         "part_serials",
         "certificates",
         "pool_events",
+        "run_nodes",
+        "burnin_runs",
+        "burnin_sessions",
+        "burnin_iterations",
+        "burnin_measurements",
+        "burnin_verdicts",
     } <= tables
 
 

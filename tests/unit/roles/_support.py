@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-PLAYBOOKS = ROOT / "playbooks"
+from tests.conftest import PLAYBOOKS
+
 ROLES = PLAYBOOKS / "roles"
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"

@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from ._support import BIN, PLAYBOOKS, ROOT, Result, Runner
+from tests.conftest import REPO
+
+from ._support import BIN, PLAYBOOKS, Result, Runner
 
 
 @pytest.fixture(scope="session")
 def collections_installed() -> Path:
     """ansible.posix + community.general extracted from the pinned ansible wheel (fast when done)."""
     proc = subprocess.run(
-        [str(ROOT / "scripts" / "install-collections.sh")],
+        [str(REPO / "scripts" / "install-collections.sh")],
         env={**os.environ, "PYTHON": sys.executable},  # the interpreter running the tests has clusterforge
         capture_output=True,
         text=True,
@@ -24,7 +26,7 @@ def collections_installed() -> Path:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return ROOT / "collections"
+    return REPO / "collections"
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +57,7 @@ def run_ansible(ansible_env: dict[str, str]) -> Runner:
         *args: str,
         json_output: bool = False,
         env: dict[str, str] | None = None,
-        cwd: Path = ROOT,
+        cwd: Path = REPO,
         timeout: int = 600,
     ) -> Result:
         e = dict(ansible_env)

@@ -7,7 +7,9 @@ from types import ModuleType
 
 import pytest
 
-from ._support import PLAYBOOKS, ROOT
+from tests.conftest import REPO
+
+from ._support import PLAYBOOKS
 
 COLL = PLAYBOOKS / "collections"
 
@@ -16,7 +18,7 @@ COLL = PLAYBOOKS / "collections"
 def filters(collections_installed) -> ModuleType:
     import sys
 
-    sys.path[:0] = [str(COLL), str(ROOT / "collections")]
+    sys.path[:0] = [str(COLL), str(REPO / "collections")]
     try:
         return importlib.import_module("ansible_collections.clusterforge.node.plugins.filter.clusterforge")
     finally:

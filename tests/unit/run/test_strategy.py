@@ -9,8 +9,7 @@ import pytest
 from clusterforge.errors import ExitCode, InputError
 from clusterforge.run import ansible
 from clusterforge.run.naive import naive_env, stock_env, stock_runner
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.conftest import REPO
 
 
 def test_default_is_mitogen_linear_from_the_installed_package(monkeypatch: pytest.MonkeyPatch) -> None:

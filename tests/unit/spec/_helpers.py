@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from clusterforge.errors import InputError, Problem
 from clusterforge.spec import load_spec_text
+from tests.conftest import CLUSTERS
 
-ROOT = Path(__file__).resolve().parents[3]
-CLUSTERS = ROOT / "inventory" / "clusters"
 LAB_SPEC = (CLUSTERS / "lab.yaml").read_text(encoding="utf-8")
 FILE = "clusters/test.yaml"
 

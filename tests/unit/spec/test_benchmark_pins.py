@@ -4,7 +4,6 @@ constants are held to the role defaults in tests/unit/validators)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,11 +13,11 @@ from clusterforge.lab.sim import repo
 from clusterforge.plan import build_plan
 from clusterforge.plan.inventory import all_vars
 from clusterforge.spec import load_spec_text
+from tests.conftest import REPO
 
 from ._helpers import LAB, edit, only
 
-ROOT = Path(__file__).resolve().parents[3]
-ROLE = ROOT / "playbooks" / "roles" / "benchmarks"
+ROLE = REPO / "playbooks" / "roles" / "benchmarks"
 SOFTWARE_END = '  nic_firmware: "28.43.2026"\n'
 SHA = "ab" * 32
 

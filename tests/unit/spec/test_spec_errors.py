@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from clusterforge.spec import load_spec_text
+from tests.conftest import REPO
 
 from ._helpers import CLUSTERS, FILE, LAB, at, edit, line_of, only, problems
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_lab_spec_is_valid() -> None:
@@ -221,7 +218,7 @@ def test_threshold_override_for_unknown_threshold() -> None:
 def test_fabric_too_big_for_radix_suggests_a_higher_radix() -> None:
     # 12,500 nodes x 8 rails in 391 SUs of 32 = 100,096 endpoints > 64^3/4 = 65,536;
     # the smallest even radix R with R^3/4 >= 100,096 is 74 (74^3/4 = 101,306; 72^3/4 = 93,312)
-    big = (ROOT / "bench" / "specs" / "h100-100k.yaml").read_text()
+    big = (REPO / "bench" / "specs" / "h100-100k.yaml").read_text()
     text = edit(big, "radix: 144", "radix: 64")
     p = only(text)
     assert (p.path, p.line) == ("fabrics.compute[0].switch.radix", line_of(text, "radix: 64"))
@@ -259,7 +256,7 @@ def test_empty_file() -> None:
 
 
 def _inline_sku(name: str, gpu_of_rail0: int) -> str:
-    cat = (ROOT / "src/clusterforge/spec/catalog/h100-sxm-8x400g-ib.yaml").read_text()
+    cat = (REPO / "src/clusterforge/spec/catalog/h100-sxm-8x400g-ib.yaml").read_text()
     body = [ln for ln in cat.splitlines() if ln and not ln.startswith("#")]
     body[0] = f"name: {name}"
     text = "\n".join(body)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ import yaml
 
 from clusterforge.plan import Plan, build_plan
 from clusterforge.plan.cabling import cable_sheet
-from clusterforge.spec import load_spec, load_spec_text
+from clusterforge.spec import load_spec_text
 from clusterforge.spec.netcatalog import port_name
 from clusterforge.switchcfg import (
     host_qos,
@@ -25,16 +24,15 @@ from clusterforge.switchcfg import (
     switch_configs,
 )
 from clusterforge.switchcfg.ports import switch_ports
+from tests.conftest import REPO, example_plan
 
-REPO = Path(__file__).resolve().parents[3]
 # sonic-buildimage files/build_templates/qos_config.j2 @0791705b: DSCP_TO_TC_MAP|AZURE entries that matter
 SONIC_DEFAULT_DSCP_TO_TC = {"3": "3", "4": "4", "26": "1", "46": "5", "48": "6"}
 SONIC_DEFAULT_PFC_ENABLE = "3,4"
 
 
-@cache
 def plan_of(name: str) -> Plan:
-    return build_plan(load_spec(REPO / f"inventory/clusters/{name}.yaml"))
+    return example_plan(name)
 
 
 def variant(**roce: Any) -> Plan:

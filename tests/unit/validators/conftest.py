@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
 from clusterforge.certify.checks import Probe
+from clusterforge.plan import Plan
 from clusterforge.plan.expect import NodeExpect, nodes_of
-
-REPO = Path(__file__).resolve().parents[3]
-VALIDATORS = REPO / "validators"
-REAL = REPO / "tests" / "fixtures" / "real"
+from tests.conftest import REAL, VALIDATORS
 
 Answer = tuple[int, str] | Callable[[], tuple[int, str]]
 
@@ -56,12 +53,8 @@ class FakeNode(Probe):
 
 
 @pytest.fixture(scope="session")
-def plan_nodes() -> dict[str, NodeExpect]:
-    from clusterforge.plan import build_plan
-    from clusterforge.spec import load_spec
-
-    doc = build_plan(load_spec(REPO / "inventory/clusters/lab.yaml")).doc
-    return nodes_of(doc)
+def plan_nodes(lab_plan: Plan) -> dict[str, NodeExpect]:
+    return nodes_of(lab_plan.doc)
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ import yaml
 
 from clusterforge.certify.checks import CheckError, CheckFailed
 from clusterforge.plan.expect import NodeExpect
+from tests.conftest import REPO
 
-from .conftest import REPO, FakeNode, validator
+from .conftest import FakeNode, validator
 
 bench = validator("benchmarks")
 

@@ -21,13 +21,13 @@ from clusterforge.plan import build_plan
 from clusterforge.plan.expect import NodeExpect, nodes_of, read_plan_json
 from clusterforge.plan.outputs import write_outputs
 from clusterforge.spec import load_spec_text
+from tests.conftest import REPO
 
-from .conftest import REPO as ROOT
 from .conftest import FakeNode, validator
 
-RENDER = ROOT / "tests" / "unit" / "roles" / "helpers" / "render.py"  # Ansible's templar, real precedence
+RENDER = REPO / "tests" / "unit" / "roles" / "helpers" / "render.py"  # Ansible's templar, real precedence
 
-LAB = (ROOT / "inventory" / "clusters" / "lab.yaml").read_text(encoding="utf-8")
+LAB = (REPO / "inventory" / "clusters" / "lab.yaml").read_text(encoding="utf-8")
 FACTS = {  # an AMD node: the role must still follow the SKU (Intel)
     "distribution": "Debian",
     "distribution_major_version": "12",

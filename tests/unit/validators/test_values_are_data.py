@@ -19,12 +19,13 @@ import pytest
 from clusterforge.burnin import suite
 from clusterforge.certify.batch import batch_script, parse_batch
 from clusterforge.certify.checks import wrap
+from clusterforge.plan import Plan
 from clusterforge.plan.expect import NodeExpect, node_expect
 from clusterforge.remote import commands
+from tests.conftest import REPO
 
 from .conftest import VALIDATORS, validator
 
-REPO = Path(__file__).resolve().parents[3]
 CANARY = "/tmp/cf-values-are-data-canary"
 HOSTILE = [
     f"$(touch {CANARY})",
@@ -97,23 +98,15 @@ def clean() -> Any:
     assert not Path(CANARY).exists(), "a value was executed by a shell"
 
 
-def hostile_node(lab_plan: dict[str, Any], value: str, gid: object = None) -> NodeExpect:
+def hostile_node(lab_plan: Plan, value: str, gid: object = None) -> NodeExpect:
     """roce-01 with every rail's netdev, HCA and PCI address, the GID index and the QoS unit set to
     ``value`` (the spec would refuse them; the builders must not depend on that). Burn-in takes the GID
     index as an integer (``int()`` refuses anything else), so it gets ``gid``."""
-    doc = copy.deepcopy(lab_plan)
+    doc = copy.deepcopy(lab_plan.doc)
     entry = next(n for n in doc["nodes"] if n["name"] == "roce-01")
     entry["rails"] = [dict(r, netdev=value, hca=value, pci=value) for r in entry["rails"][:2]]
     knobs = {"nccl_ib_gid_index": value if gid is None else gid, "rdma_roce_qos_unit": value}
     return node_expect(doc, entry, knobs)
-
-
-@pytest.fixture(scope="module")
-def lab_plan() -> dict[str, Any]:
-    from clusterforge.plan import build_plan
-    from clusterforge.spec import load_spec
-
-    return dict(build_plan(load_spec(REPO / "inventory/clusters/lab.yaml")).doc)
 
 
 # -- the helpers themselves ----------------------------------------------------------------------------
@@ -159,7 +152,7 @@ def validator_commands(node: NodeExpect) -> list[str]:
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_validator_commands_keep_values_literal(
-    lab_plan: dict[str, Any], value: str, fake_bin: Path, tmp_path: Path, clean: None
+    lab_plan: Plan, value: str, fake_bin: Path, tmp_path: Path, clean: None
 ) -> None:
     node = hostile_node(lab_plan, value)
     cmds = validator_commands(node)
@@ -184,7 +177,7 @@ def test_validator_commands_keep_values_literal(
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_burnin_script_keeps_values_literal(
-    lab_plan: dict[str, Any], value: str, fake_bin: Path, tmp_path: Path, clean: None
+    lab_plan: Plan, value: str, fake_bin: Path, tmp_path: Path, clean: None
 ) -> None:
     node = hostile_node(lab_plan, value, gid=3)
     opts = suite.SuiteOptions(ib_sysfs=str(tmp_path / "ib"))
@@ -200,7 +193,7 @@ def test_burnin_script_keeps_values_literal(
 
 
 @pytest.mark.parametrize("value", HOSTILE)
-def test_pair_commands_keep_values_literal(lab_plan: dict[str, Any], value: str) -> None:
+def test_pair_commands_keep_values_literal(lab_plan: Plan, value: str) -> None:
     node = hostile_node(lab_plan, value, gid=3)
     r = node.rails[0]
     words = ["ib_write_bw", *suite.ib_args(node, r, 18600, suite.SuiteOptions(), cuda=False), value]

@@ -1,10 +1,9 @@
-"""Burn-in tables in the records database file (docs/burnin.md, "Records").
+"""Burn-in's tables of the records database (docs/burnin.md, "Records"): runs, sessions, iterations,
+measurements, verdicts.
 
-The records schema (`clusterforge.records.schema`) has runs, results, certificates and pool events but no
-place for per-iteration measurements, and its migrations belong to the records package. Burn-in keeps its
-own tables, prefixed `burnin_`, in the same SQLite file, with its own version table `burnin_schema_version`
-(the records' `schema_version` is read as MAX(version), so a row there would break it). Same connection
-rules as the records: WAL, busy timeout, every write one `BEGIN IMMEDIATE` transaction.
+The tables (`burnin_*`) are part of the records schema (`records.schema`, version 3 on); a `BurninDB` is a
+`records.db.Database`, so it shares the connection rules (WAL, busy timeout, every write one
+`BEGIN IMMEDIATE` transaction) and the one migration chain.
 
 An iteration is committed in ONE transaction (its `burnin_iterations` row and every measurement row): a run
 killed at any point leaves whole iterations only. The primary key (burnin_id, iteration) makes a duplicate
@@ -15,73 +14,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from clusterforge.burnin.model import Measurement
-from clusterforge.records._util import default_db_path, iso, utcnow
-from clusterforge.records.db import connect
+from clusterforge.records._util import iso, utcnow
+from clusterforge.records.db import Database
+from clusterforge.records.model import Measurement
 
 
 class BurninError(RuntimeError):
     pass
-
-
-def _v1(db: sqlite3.Connection) -> None:
-    for stmt in (
-        """CREATE TABLE burnin_runs (
-            id TEXT PRIMARY KEY, cluster TEXT NOT NULL, plan_hash TEXT, spec_path TEXT,
-            nodes TEXT NOT NULL, target_iterations INTEGER, duration_s REAL, options TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            status TEXT NOT NULL CHECK (status IN ('running','passed','failed','error')),
-            finished_at TEXT, summary TEXT, plan TEXT NOT NULL)""",
-        """CREATE TABLE burnin_sessions (
-            burnin_id TEXT NOT NULL REFERENCES burnin_runs(id), run_id TEXT NOT NULL,
-            started_at TEXT NOT NULL, first_iteration INTEGER NOT NULL, PRIMARY KEY (burnin_id, run_id))""",
-        """CREATE TABLE burnin_iterations (
-            burnin_id TEXT NOT NULL REFERENCES burnin_runs(id),
-            iteration INTEGER NOT NULL CHECK (iteration >= 1),
-            run_id TEXT NOT NULL, started_at TEXT NOT NULL, ended_at TEXT NOT NULL, duration_s REAL NOT NULL,
-            PRIMARY KEY (burnin_id, iteration))""",
-        """CREATE TABLE burnin_measurements (
-            burnin_id TEXT NOT NULL, iteration INTEGER NOT NULL, test TEXT NOT NULL, node TEXT NOT NULL,
-            component TEXT NOT NULL, peer TEXT NOT NULL, value REAL, unit TEXT, error TEXT, detail TEXT,
-            PRIMARY KEY (burnin_id, iteration, test, node, component, peer),
-            FOREIGN KEY (burnin_id, iteration) REFERENCES burnin_iterations(burnin_id, iteration))""",
-        "CREATE INDEX burnin_measurements_by_node ON burnin_measurements(node, test)",
-        """CREATE TABLE burnin_verdicts (
-            burnin_id TEXT NOT NULL REFERENCES burnin_runs(id), node TEXT NOT NULL, verdict TEXT NOT NULL,
-            findings TEXT NOT NULL, recorded_at TEXT NOT NULL, PRIMARY KEY (burnin_id, node))""",
-    ):
-        db.execute(stmt)
-
-
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
-VERSION = len(MIGRATIONS)
-
-
-def migrate(db: sqlite3.Connection) -> int:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS burnin_schema_version (version INTEGER PRIMARY KEY, applied_at TEXT)"
-        )
-        have = int(db.execute("SELECT COALESCE(MAX(version), 0) FROM burnin_schema_version").fetchone()[0])
-        if have > VERSION:
-            raise BurninError(f"burn-in tables have schema version {have}; this clusterforge knows {VERSION}")
-        for v in range(have, VERSION):
-            MIGRATIONS[v](db)
-            db.execute("INSERT INTO burnin_schema_version VALUES (?, ?)", (v + 1, iso(utcnow())))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return VERSION
 
 
 @dataclass(frozen=True)
@@ -101,41 +45,8 @@ class BurninRun:
     plan: dict[str, Any]
 
 
-class BurninDB:
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path).expanduser() if path is not None else default_db_path()
-        self._lock = threading.RLock()
-        self._db = connect(self.path)
-        try:
-            migrate(self._db)
-        except BaseException:
-            self._db.close()
-            raise
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def __enter__(self) -> BurninDB:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            return list(self._db.execute(sql, args).fetchall())
+class BurninDB(Database):
+    """The burn-in tables of a records database (`$CLUSTERFORGE_DB` or the default one unless `path`)."""
 
     # -- runs -----------------------------------------------------------------------------------------
     def create(
