@@ -93,9 +93,9 @@ def test_gitlab_example_security() -> None:
 
 def test_ci_runs_the_installed_wheel_from_an_empty_folder() -> None:
     """Both CI examples build the wheel and run it outside the checkout: plan, and the lab certification."""
-    script = ROOT / "scripts/ci-wheel-smoke.sh"
+    script = REPO / "scripts/ci-wheel-smoke.sh"
     assert script.is_file() and 'provision "$spec" --certify' in script.read_text()
-    jobs = _load(ROOT / ".github/workflows/ci.yml")["jobs"]
+    jobs = _load(REPO / ".github/workflows/ci.yml")["jobs"]
     runs = {name: " ".join(s.get("run", "") for s in job["steps"]) for name, job in jobs.items()}
     assert "bash scripts/ci-wheel-smoke.sh" in runs["wheel"] and "LAB=1" not in runs["wheel"]
     assert "LAB=1" in runs["wheel-lab"] and "scripts/ci-wheel-smoke.sh" in runs["wheel-lab"]

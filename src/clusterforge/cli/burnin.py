@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from clusterforge.cli.options import OutputOpt, format_option, human_console
+from clusterforge.cli.options import OutputOpt, emit, format_option, human_console
 from clusterforge.errors import ClusterforgeError, ExitCode
 from clusterforge.progress import NodeProgress, Summaries, aggregate
 from clusterforge.term import literal, safe
