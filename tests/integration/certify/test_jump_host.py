@@ -69,7 +69,10 @@ def test_certification_and_ansible_go_through_a_site_jump_host(certify_lab: Any,
 
     since = time.time() - 1
     out = tmp_path / "quick.json"
-    r = _run(["certify", spec, "--tier", "quick", "--limit", target, "--json", str(out)], site)
+    r = _run(
+        ["certify", spec, "--tier", "quick", "--limit", target, "--format", "json", "--output", str(out)],
+        site,
+    )
     assert r.returncode == 0, f"certify through the jump host: rc {r.returncode}\n{r.stdout}\n{r.stderr}"
     verdicts = {n["node"]: n["verdict"] for n in json.loads(out.read_text())["nodes"]}
     assert verdicts == {target: "pass"}
@@ -94,7 +97,19 @@ def test_a_jump_host_that_does_not_answer_is_an_error_not_a_failure(certify_lab:
     site = _site(tmp_path, target, nodes[jump]["mgmt_ip"], 2, _conn(certify_lab, target))  # port 2: closed
     out = tmp_path / "quick.json"
     r = _run(
-        ["certify", str(certify_lab.spec), "--tier", "quick", "--limit", target, "--json", str(out)], site
+        [
+            "certify",
+            str(certify_lab.spec),
+            "--tier",
+            "quick",
+            "--limit",
+            target,
+            "--format",
+            "json",
+            "--output",
+            str(out),
+        ],
+        site,
     )
     assert r.returncode != 0
     result = {n["node"]: n for n in json.loads(out.read_text())["nodes"]}[target]
