@@ -29,6 +29,8 @@ FORMATTED: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "pool status": ([LAB], ("text", "json")),
     "certificate verify": (["c.json"], ("text", "json")),
     "records merge": (["s.db"], ("text", "json")),
+    "records runs": ([], ("text", "json")),
+    "records show": (["RUN"], ("text", "json")),
     "lab status": ([LAB], ("text", "json")),
     "report burnin": (["run"], ("html", "json")),
 }

@@ -88,7 +88,7 @@ def test_the_cli_runs_without_the_extras(tmp_path: Path) -> None:
     ],
 )
 def test_a_command_that_needs_a_missing_extra_says_so(tmp_path: Path, args: list[str], extra: str) -> None:
-    (tmp_path / "plan.json").write_text('{"cluster": "x", "nodes": [{"name": "n1"}]}')
+    (tmp_path / "plan.json").write_text('{"cluster": "x", "target": "baremetal", "nodes": [{"name": "n1"}]}')
     res = _without_extras(tmp_path, *args)
     assert res.returncode == 2, res.stderr
     assert f"install clusterforge[{extra}]" in res.stderr and "Traceback" not in res.stderr

@@ -13,23 +13,18 @@ from typing import Annotated, Any
 
 import typer
 
+from clusterforge.cli.options import OutputOpt, emit, format_option
 from clusterforge.errors import ExitCode, printable
 from clusterforge.records.model import Run
 from clusterforge.records.schema import KINDS
 
-FORMATS = ("text", "json")
 DbOpt = Annotated[
     Path | None,
     typer.Option(
         help="records database (default: $CLUSTERFORGE_DB or ~/.local/state/clusterforge/records.db)"
     ),
 ]
-FormatOpt = Annotated[str, typer.Option("--format", help="text | json")]
-
-
-def _check_format(fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise typer.BadParameter(f"--format must be {' or '.join(FORMATS)}, not {fmt!r}")
+FormatOpt = Annotated[str, format_option("text", "json")]
 
 
 def _line(run: Run, nodes: int | None, changed: int | None) -> str:
@@ -50,12 +45,12 @@ def runs(
     limit: Annotated[int, typer.Option(help="at most this many, newest first")] = 20,
     db: DbOpt = None,
     fmt: FormatOpt = "text",
+    output: OutputOpt = None,
 ) -> None:
     """List the recorded runs, newest first: when, kind, status, cluster, id, node and change counts
     (provision and drift), summary."""
     from clusterforge.records.store import Store
 
-    _check_format(fmt)
     if kind is not None and kind not in KINDS:
         raise typer.BadParameter(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
     with Store(db) as store:
@@ -70,30 +65,28 @@ def runs(
                 row["nodes"] = len(counts[r.id])
                 row["changed"] = sum(n.changed for n in counts[r.id])
             out.append(row)
-        typer.echo(json.dumps(out, sort_keys=True))
+        emit(json.dumps(out, sort_keys=True), output)
         return
-    if not found:
-        typer.echo("no runs recorded")
-    for r in found:
-        outcomes = counts.get(r.id)
-        typer.echo(
-            _line(r, len(outcomes), sum(n.changed for n in outcomes))
-            if outcomes is not None
-            else _line(r, None, None)
-        )
+    text = [
+        _line(r, len(o), sum(n.changed for n in o))
+        if (o := counts.get(r.id)) is not None
+        else _line(r, None, None)
+        for r in found
+    ]
+    emit("\n".join(text) if found else "no runs recorded", output)
 
 
 def show(
     run: Annotated[str, typer.Argument(help="run id (a unique prefix will do)")],
     db: DbOpt = None,
     fmt: FormatOpt = "text",
+    output: OutputOpt = None,
 ) -> None:
     """One run: who ran it, when, its status and logs folder, and per node what it did or found (provision
     and drift) or its verdict (certify, burn-in)."""
     from clusterforge.records.model import RecordsError
     from clusterforge.records.store import Store
 
-    _check_format(fmt)
     with Store(db) as store:
         try:
             rid = store.find_run(run)
@@ -107,7 +100,7 @@ def show(
         doc = _run_dict(r)
         doc["nodes"] = [dataclasses.asdict(n) for n in outcomes]
         doc["node_results"] = [dataclasses.asdict(v) for v in verdicts]
-        typer.echo(json.dumps(doc, sort_keys=True))
+        emit(json.dumps(doc, sort_keys=True), output)
         return
     lines = [
         f"{r.kind} run {r.id} of {r.cluster}: {r.status}",
@@ -124,5 +117,4 @@ def show(
         lines.append(f"  {n.node:<24} {n.outcome:<12} changed {n.changed}{why}")
     for v in verdicts:
         lines.append(f"  {v.node:<24} {v.verdict}")
-    for line in lines:
-        typer.echo(printable(line))
+    emit("\n".join(printable(line) for line in lines), output)

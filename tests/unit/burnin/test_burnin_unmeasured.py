@@ -12,16 +12,17 @@ import copy
 from typing import Any
 
 import pytest
-from burnin_data import REPO, synthetic
+from burnin_data import synthetic
 
 from clusterforge.burnin import issue, measure, suite
 from clusterforge.burnin.execute import Result, _pair_measurement
 from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.pairs import Pair, select_pairs
 from clusterforge.burnin.verdicts import evaluate
+from clusterforge.flows import burnin as flow
 from clusterforge.plan.expect import NodeExpect, node_expect, nodes_of
+from tests.conftest import REAL
 
-REAL = REPO / "tests/fixtures/real"
 NVB = (REAL / "nvbandwidth__h100x8-azure-ndv5-v0.4-alizeechen__1.txt").read_text()
 BW = (REAL / "ib_write_bw__a100-ib-hdr-cx6-mlx5_0-cpufreq-warn-brevdoc__3.txt").read_text()
 BW_FAILED = (REAL / "ib_write_bw__h200-gke-roce-host-a-failed-dranet__1.txt").read_text()
@@ -154,7 +155,7 @@ def test_crashed_tool_gives_error_no_suspect_and_a_cannot_certify_drain(lab_plan
     v = ev.nodes["ib-02"]
     assert v.verdict == "error" and v.components == []
     assert [f.kind for f in v.findings] == ["not-run"]
-    assert issue.drain_reason(v).startswith(
+    assert flow.drain_reason(v).startswith(
         "clusterforge: burnin cannot certify: nvbandwidth crashed (exit 139"
     )
     checks = {c["id"]: c["status"] for c in issue.cert_checks(ev, "ib-02")}
@@ -171,7 +172,7 @@ def test_timed_out_loopback_in_one_iteration_suspects_no_nic(lab_plan: dict[str,
     rows = [(it, m) for it, m in rows if not (it == 2 and m.key == hung.key)] + [(2, hung)]
     v = evaluate(rows, lab_plan, NODES, select_pairs(lab_plan, NODES)).nodes["ib-01"]
     assert v.verdict == "error" and v.components == []
-    assert issue.drain_reason(v) == "clusterforge: burnin cannot certify: ib_write_bw timed out after 120 s"
+    assert flow.drain_reason(v) == "clusterforge: burnin cannot certify: ib_write_bw timed out after 120 s"
 
 
 def test_a_measured_fault_still_fails_beside_a_crash(lab_plan: dict[str, Any]) -> None:

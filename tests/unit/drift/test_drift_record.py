@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from clusterforge.drift import run as drift_run
 from clusterforge.drift.model import DriftItem, DriftReport
+from clusterforge.flows import drift as drift_run
 from clusterforge.records import Store
 
 PLAN: dict[str, Any] = {"cluster": "lab", "plan_hash": "h" * 64, "target": "bare-metal", "nodes": []}
@@ -60,8 +60,14 @@ def test_drift_recorded_writes_the_run(tmp_path: Path, monkeypatch: pytest.Monke
         return _report()
 
     monkeypatch.setattr(drift_run, "drift", fake_drift)
-    rep = drift_run.drift_recorded(PLAN, tmp_path, "n*", spec_path="lab.yaml", shard="1/2")
-    assert len(rep.items) == 3 and seen == {"limit": "n*", "shard": "1/2", "extra_vars": None}
+    rep = drift_run.drift_recorded(PLAN, tmp_path, "n*", ("lab.yaml", False), shard="1/2")
+    assert len(rep.items) == 3 and seen == {
+        "limit": "n*",
+        "shard": "1/2",
+        "extra_vars": None,
+        "env": None,
+        "console": None,
+    }
     with Store() as store:
         (run,) = store.runs(kind="drift")
         assert (run.status, run.shard, run.spec_path, run.plan_hash) == (
@@ -81,6 +87,6 @@ def test_an_interrupted_drift_run_is_incomplete(tmp_path: Path, monkeypatch: pyt
 
     monkeypatch.setattr(drift_run, "drift", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        drift_run.drift_recorded(PLAN, tmp_path)
+        drift_run.drift_recorded(PLAN, tmp_path, None, (None, False))
     with Store() as store:
         assert [r.status for r in store.runs(kind="drift")] == ["incomplete"]

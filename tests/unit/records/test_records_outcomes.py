@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-from clusterforge.records.merge_cli import app
 from typer.testing import CliRunner
 
+from clusterforge.cli.records import app
 from clusterforge.records import RecordsError, Store, outcomes
 from clusterforge.records.model import NodeOutcome, RunOutcome
 from clusterforge.records.outcomes import recorded_run

@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from clusterforge import ansible_deps
+from tests.conftest import REPO as ROOT
 
-from ._support import INVENTORY, PLAYBOOKS, ROOT, Runner
+from ._support import INVENTORY, PLAYBOOKS, Runner
 
 EE = ROOT / "execution-environment.yml"
 REQUIREMENTS = ROOT / "requirements.yml"

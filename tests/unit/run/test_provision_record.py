@@ -53,7 +53,9 @@ def test_provision_recorded_names_the_run_and_its_logs_by_the_records_id(
 ) -> None:
     monkeypatch.setenv("CLUSTERFORGE_DB", str(tmp_path / "records.db"))
 
-    def fake_provision(plan_doc: Any, inv: Path, opts: Options, pool: Any, console: Any, run_id: str) -> Any:
+    def fake_provision(
+        plan_doc: Any, inv: Path, opts: Options, pool: Any, console: Any, env: Any, run_id: str
+    ) -> Any:
         return _report(run_id)
 
     monkeypatch.setattr(provision_mod, "provision", fake_provision)
