@@ -89,7 +89,9 @@ def test_every_setting_is_observable_on_the_nodes(provisioned_lab: Any) -> None:
 
 
 def test_second_run_changes_nothing(provisioned_lab: Any) -> None:
-    rep = provision(provisioned_lab.doc, provisioned_lab.inventory, Options(), None)
+    doc = provisioned_lab.doc
+    env = targets.for_plan(doc).environment(doc)  # the lab BMCs' account, as the provision flow passes it
+    rep = provision(doc, provisioned_lab.inventory, Options(), None, None, env)
     assert rep.ok, {h.host: h.message for h in rep.failed}
     changed = {h.host: h.changed_tasks for h in rep.hosts.values() if h.changed}
     assert changed == {}, f"a second run changed: {changed}"
