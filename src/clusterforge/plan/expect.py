@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-DESIRED_VERSION = "clusterforge-desired/2"  # plan/desired.py writes it; the validators read this version
+from clusterforge.plan.desired import DESIRED_VERSION  # the version plan/desired.py writes
 
 
 @dataclass(frozen=True)
