@@ -61,7 +61,7 @@ def test_plan_reads_no_environment_and_holds_no_lab_constant() -> None:
 
 @pytest.mark.skipif(
     shutil.which("lint-imports", path=os.path.dirname(sys.executable)) is None,
-    reason="lint-imports is not installed (the dev extra: pip install -e '.[dev]')",
+    reason="lint-imports is not in this venv (it comes with the dev extra: make venv)",
 )
 def test_import_contracts_are_kept() -> None:
     exe = shutil.which("lint-imports", path=os.path.dirname(sys.executable))
