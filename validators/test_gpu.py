@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.certify import xid as xid_policy
-from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, expect_none_bad, prefetches
+from clusterforge.certify.checks import (
+    CheckError,
+    CheckFailed,
+    Probe,
+    expect,
+    expect_equal,
+    expect_none_bad,
+    prefetches,
+)
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import xid as xid_log
 from clusterforge.hw.nvidia_smi import GpuQ, NvidiaSmiQ, parse_nvlink_status, parse_q, parse_topo
@@ -158,6 +166,14 @@ def test_nvlink(node: NodeExpect, probe: Probe) -> None:
     want_links = int(nv["links_per_gpu"])
     min_speed = float(nv["link_speed_gbs"]) * 0.99
     status = probe.parse(NVLINK, parse_nvlink_status)
+    if not status:
+        raise CheckFailed(
+            "NVLink",
+            f"{want_links} active links per GPU on {node.gpu['count']} GPUs",
+            "no NVLink on any GPU (`nvidia-smi nvlink --status` printed nothing: links absent or not exposed "
+            "to this OS)",
+            hint("nvlink_hw", node.name),
+        )
     expect_equal(
         "GPUs in nvlink --status", int(node.gpu["count"]), len(status), hint("gpu_missing", node.name)
     )

@@ -106,6 +106,7 @@ def commands(node: NodeExpect) -> list[str]:
     cmds = ["ibstat", IBV, "nvidia-smi topo -m", read_cmd("/proc/cmdline"), PEERMEM]
     for r in node.rails:
         cmds += [
+            hca_cmd(r),
             read_many_cmd(_sys_ib(r), "counters/*"),
             *netdev_cmds(r),
             read_cmd(f"/sys/class/infiniband/{r.hca}/device/numa_node"),
@@ -131,6 +132,22 @@ def _rail(node: NodeExpect, rail: int) -> Rail:
 
 def _sys_ib(r: Rail) -> str:
     return f"/sys/class/infiniband/{r.hca}/ports/{r.port}"
+
+
+def hca_cmd(r: Rail) -> str:
+    return shell("[ -e {} ] && echo yes || echo no", f"/sys/class/infiniband/{r.hca}")
+
+
+def _require_hca(node: NodeExpect, probe: Probe, r: Rail) -> None:
+    """The rail's HCA exists in sysfs (the kernel's word, no tool needed): its absence is measured, a fail."""
+    present = probe.run(hca_cmd(r)).strip()
+    expect(
+        present == "yes",
+        f"rail {r.index} HCA",
+        f"{r.hca} present",
+        f"absent (no /sys/class/infiniband/{r.hca})",
+        hint("nic_hw", node.name),
+    )
 
 
 def test_hca(node: NodeExpect, probe: Probe, rail: int) -> None:
@@ -170,6 +187,7 @@ def test_port(node: NodeExpect, probe: Probe, rail: int) -> None:
 def test_error_counters(node: NodeExpect, probe: Probe, rail: int) -> None:
     r = _rail(node, rail)
     limits: dict[str, float] = node.sku.get("thresholds", {}).get("ib_error_counters_max", {})
+    _require_hca(node, probe, r)
     values = probe.read_many(_sys_ib(r), "counters/*")
     counters = {p.rsplit("/", 1)[1]: v for p, v in values.items()}
     checked = {k: int(v) for k, v in counters.items() if k in limits and v.isdigit()}
@@ -229,6 +247,7 @@ def test_active_mtu(node: NodeExpect, probe: Probe, rail: int) -> None:
 def test_numa(node: NodeExpect, probe: Probe, rail: int) -> None:
     """The rail's NIC and its GPU sit on the planned NUMA node."""
     r = _rail(node, rail)
+    _require_hca(node, probe, r)
     nic_numa = probe.read(f"/sys/class/infiniband/{r.hca}/device/numa_node")
     topo = probe.parse("nvidia-smi topo -m", parse_topo)
     aff = topo.affinity.get(f"GPU{r.gpu}")

@@ -315,9 +315,17 @@ class Probe:
         """Every file the fixed glob ``pattern`` matches under the directory ``base`` → its first line, in
         one round trip (``grep -H``).
 
-        No match, or a file that cannot be read, is an error; empty files are left out.
+        No match is an empty dict (the caller judges the absence); a file that cannot be read is an error;
+        empty files are left out.
         """
-        out = self.run(read_many_cmd(base, pattern))
+        try:
+            out = self.run(read_many_cmd(base, pattern))
+        except CheckError as e:
+            # grep names the glob itself (unexpanded) only when nothing matched: a measured absence (no
+            # cpufreq driver, no such HCA); a matching file it cannot read is named by its own path
+            if f"{base.rstrip('/') or ''}/{pattern}: No such file or directory" in str(e):
+                return {}
+            raise
         values: dict[str, str] = {}
         for line in out.splitlines():
             path, sep, value = line.partition(":")

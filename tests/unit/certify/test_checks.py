@@ -111,8 +111,10 @@ def test_read_many(probe: Probe, tmp_path: Any) -> None:
     (tmp_path / "empty").write_text("")
     got = probe.read_many(str(tmp_path), "f*")
     assert got == {f"{tmp_path}/f{i}": f"v{i}" for i in range(3)}
-    with pytest.raises(CheckError):
-        probe.read_many(str(tmp_path), "nothing*")
+    assert probe.read_many(str(tmp_path), "nothing*") == {}  # a measured absence, judged by the caller
+    (tmp_path / "g9").symlink_to(tmp_path / "gone")  # matches but cannot be read: the command fails
+    with pytest.raises(CheckError, match="g9: No such file"):
+        probe.read_many(str(tmp_path), "g*")
 
 
 def test_fail_message_names_expected_found_fix() -> None:

@@ -188,6 +188,20 @@ def test_freq_info_errors(real: Real) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- lscpu
+def test_lscpu_kvm_guest_16_vcpus(real: Real) -> None:
+    """lscpu__xeon-16vcpu-h100-vm-device__1.txt - scripts/capture-node.sh on a lent H100 machine (a
+    Firecracker/KVM guest): one socket, one NUMA node, no SMT, the hypervisor flag set."""
+    c = parse_lscpu(real("lscpu__xeon-16vcpu-h100-vm-device__1.txt"))
+    assert (c.architecture, c.model_name, c.vendor_id) == (
+        "x86_64",
+        "Intel(R) Xeon(R) Processor",
+        "GenuineIntel",
+    )
+    assert (c.cpus, c.sockets, c.cores_per_socket, c.threads_per_core, c.numa_nodes) == (16, 1, 16, 1, 1)
+    assert c.numa_node_cpulists == {0: "0-15"} and c.fields["Hypervisor vendor"] == "KVM"
+    assert c.has_flag("hypervisor") and c.has_flag("avx512f")
+
+
 def test_lscpu_epyc_wrapped_flags(real: Real) -> None:
     """lscpu__a100x8-epyc7742-oyanghd__1.txt - oyanghd/gpu-compress-decompress docs/project_description_EN.md
     lines 70-120 @6ce00a5e; flags wrapped by the terminal mid-word (``non``/``stop_tsc``, ``sti``/``bp``)."""

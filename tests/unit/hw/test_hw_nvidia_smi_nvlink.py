@@ -106,10 +106,18 @@ def test_truncated_raises(real: Real) -> None:
 
 @pytest.mark.parametrize("text", ["", "Link 0: 25 GB/s\n", "GPU 0: X (UUID: GPU-1)\n\t Link 0: fast\n"])
 def test_garbage_raises(text: str) -> None:
-    with pytest.raises(ParseError):
-        parse_nvlink_status(text)
+    if text:  # empty output is the driver's "no NVLink" for --status (test below), not garbage
+        with pytest.raises(ParseError):
+            parse_nvlink_status(text)
     with pytest.raises(ParseError):
         parse_nvlink_errors(text)
+
+
+def test_no_nvlink_is_an_empty_answer(real: Real) -> None:
+    """H100 SXM in a VM (driver 580): `nvidia-smi nvlink -s` exits 0 and prints nothing; -L lists the GPU."""
+    assert real("nvidia-smi-nvlink-s__h100-sxm-vm-no-nvlink-drv580-device__1.txt") == ""
+    assert parse_nvlink_status("") == []
+    assert parse_nvlink_status(" \n") == []
 
 
 def test_inactive_single_link() -> None:

@@ -283,3 +283,26 @@ GPU 00000000:00:1E.0
 """
     with pytest.raises(ParseError, match="Remapped Rows/Correctable Error"):
         parse_q(text)
+
+
+def test_h100_sxm_vm_driver_580(real: Real) -> None:
+    """nvidia-smi-q__h100-sxm-vm-drv580-device__1.txt - captured by scripts/capture-node.sh on a lent
+    H100 machine (Firecracker VM, driver 580.159.04): the 580 layout (Addressing Mode, GPU Recovery Action,
+    Fabric Health, relative T.Limit temperatures) parses; a VM shows Pass-Through and no NVLink fabric."""
+    q = parse_q(real("nvidia-smi-q__h100-sxm-vm-drv580-device__1.txt"))
+    assert (q.driver_version, q.cuda_version, q.attached_gpus) == ("580.159.04", "13.0", 1)
+    g = q.gpus[0]
+    assert (g.product_name, g.architecture, g.bus_id) == (
+        "NVIDIA H100 80GB HBM3",
+        "Hopper",
+        "00000000:00:06.0",
+    )
+    assert (g.serial, g.vbios_version, g.memory_total_mib) == ("1752624007693", "96.00.DA.00.0C", 81559)
+    assert (g.persistence_mode, g.ecc_mode_current, g.mig_mode_current) == ("Enabled", "Enabled", "Disabled")
+    assert g.virtualization_mode == "Pass-Through" and (g.pcie_gen_max, g.link_width_current) == (5, 16)
+    assert (g.power_limit_w, g.max_power_limit_w, g.temperature_gpu_c) == (700.0, 700.0, 35)
+    assert g.remapped_rows is not None and g.remapped_rows.pending is False
+    assert g.remapped_rows.histogram["Max"] == 2560
+    assert g.active_clock_event_reasons == ("Idle",) and g.fabric_state is None
+    assert g.fields["GPU Recovery Action"] == "None"
+    assert g.fields["Temperature/GPU Shutdown T.Limit Temp"] == "-8 C"

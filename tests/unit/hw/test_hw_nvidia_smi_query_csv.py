@@ -100,3 +100,69 @@ def test_truncated_header_only(real: Real) -> None:
     cut = real("nvidia-smi-query-gpu__a10-lms-xuesongtap__1.txt")[:200]  # last row cut mid-line
     with pytest.raises(ParseError, match="expected 8 values"):
         parse_query_csv(cut, A10_FIELDS)
+
+
+H100_VM_FIELDS = (
+    "index",
+    "name",
+    "pci.bus_id",
+    "driver_version",
+    "vbios_version",
+    "serial",
+    "uuid",
+    "persistence_mode",
+    "ecc.mode.current",
+    "mig.mode.current",
+    "power.limit",
+    "power.max_limit",
+    "clocks.max.sm",
+    "clocks.max.mem",
+    "memory.total",
+    "temperature.gpu",
+    "pcie.link.gen.max",
+    "pcie.link.width.max",
+    "pcie.link.gen.current",
+    "pcie.link.width.current",
+)
+
+
+def test_h100_vm_driver_580_header_aliases(real: Real) -> None:
+    """nvidia-smi-query-gpu__h100-sxm-vm-header-units-drv580-device__1.txt - scripts/capture-node.sh on a
+    lent H100 VM (driver 580), ``--format=csv``: asked ``clocks.max.mem``, the header says
+    ``clocks.max.memory [MHz]``; values carry units."""
+    rows = parse_query_csv(
+        real("nvidia-smi-query-gpu__h100-sxm-vm-header-units-drv580-device__1.txt"), H100_VM_FIELDS
+    )
+    assert len(rows) == 1
+    r = rows[0]
+    assert (r["name"], r["driver_version"], r["serial"]) == (
+        "NVIDIA H100 80GB HBM3",
+        "580.159.04",
+        "1752624007693",
+    )
+    assert (r["power.limit"], r["clocks.max.sm"], r["clocks.max.mem"], r["memory.total"]) == (
+        700.0,
+        1980,
+        2619,
+        81559,
+    )
+    assert (r["ecc.mode.current"], r["pcie.link.gen.current"], r["pcie.link.width.current"]) == (
+        "Enabled",
+        5,
+        16,
+    )
+
+
+def test_h100_vm_burnin_ecc_fields_noheader(real: Real) -> None:
+    """nvidia-smi-query-gpu__h100-sxm-vm-ecc-noheader-drv580-device__2.txt - the burn-in ECC read
+    (burnin/suite.py ECC_FIELDS, ``csv,noheader,nounits``) on the same lent H100 VM."""
+    from clusterforge.burnin.suite import ECC_FIELDS
+
+    rows = parse_query_csv(
+        real("nvidia-smi-query-gpu__h100-sxm-vm-ecc-noheader-drv580-device__2.txt"), ECC_FIELDS
+    )
+    assert rows == [
+        {"index": 0, "serial": "1752624007693", "ecc.errors.corrected.aggregate.total": 0,
+         "ecc.errors.uncorrected.aggregate.total": 0, "ecc.errors.corrected.volatile.total": 0,
+         "ecc.errors.uncorrected.volatile.total": 0}
+    ]  # fmt: skip

@@ -185,3 +185,15 @@ def test_cut_short_partial(real: Real) -> None:
     assert full.complete and full.missing == ()
     with pytest.raises(ParseError, match="invalid link value"):
         parse_topo(cut.replace("NV18", "ZZ9", 1), partial=True)  # a bad cell on a complete row still fails
+
+
+def test_h100_vm_single_gpu_ansi_header(real: Real) -> None:
+    """nvidia-smi-topo__h100-sxm-vm-1gpu-ansi-drv580-device__1.txt - scripts/capture-node.sh on a lent H100
+    VM, driver 580: written to a file (no TTY), the header still has ESC[4m ... ESC[0m; one GPU, no NIC."""
+    text = real("nvidia-smi-topo__h100-sxm-vm-1gpu-ansi-drv580-device__1.txt")
+    assert "\x1b[4m" in text
+    topo = parse_topo(text)
+    assert topo.gpus == ("GPU0",) and topo.nics == ()
+    assert topo.links == {"GPU0": {"GPU0": "X"}}
+    aff = topo.affinity["GPU0"]
+    assert aff.cpus == tuple(range(16)) and aff.numa_nodes == (0,) and aff.gpu_numa_id is None

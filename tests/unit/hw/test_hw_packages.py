@@ -147,3 +147,15 @@ def test_matches_pin_boundaries() -> None:
     assert matches_pin("debian", "1:4.2.3-1", "4.2.3") and matches_pin("debian", "1:4.2.3-1", "4.2")
     assert not matches_pin("debian", "2.26.20-1", "2.26.2")
     assert matches_pin("redhat", "(none):44.0-2.el9", "44.0")
+
+
+def test_dpkg_l_held_and_unknown_rows_cuda13_image(real: Real) -> None:
+    """dpkg-l-nvidia__cuda13-image-drv580-device__1.txt - ``dpkg -l '*nvidia*' '*cuda*'`` captured by
+    scripts/capture-node.sh on a lent H100 machine: ``hi`` (held, installed) counts as installed with its
+    version; ``un`` rows with ``<none>`` versions are not installed."""
+    p = parse_dpkg_l(real("dpkg-l-nvidia__cuda13-image-drv580-device__1.txt"))
+    assert p.family == "debian" and len(p.installed) == 35
+    assert p.installed["libcudnn9-cuda-13"] == ("9.14.0.64-1",) and p.states["libcudnn9-cuda-13"] == "hi"
+    assert p.installed["cuda-cudart-13-0"] == ("13.0.96-1",)
+    assert p.installed["cuda-compat-13-0"] == ("580.95.05-0ubuntu1",)
+    assert "cuda-cudart-11-2" in p.not_installed and "cuda-cudart-11-2" not in p.installed

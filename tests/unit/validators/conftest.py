@@ -15,7 +15,7 @@ from clusterforge.plan import Plan
 from clusterforge.plan.expect import NodeExpect, nodes_of
 from tests.conftest import REAL, VALIDATORS
 
-Answer = tuple[int, str] | Callable[[], tuple[int, str]]
+Answer = tuple[int, str] | tuple[int, str, str] | Callable[[], tuple[int, str]]
 
 
 def real(name: str) -> str:
@@ -48,8 +48,8 @@ class FakeNode(Probe):
         ans = self.answers.get(command)
         if ans is None:
             return 127, "", f"sh: 1: {command.split()[0]}: not found"
-        rc, out = ans() if callable(ans) else ans
-        return rc, out, ""
+        got = ans() if callable(ans) else ans
+        return (got[0], got[1], got[2] if len(got) > 2 else "")
 
 
 @pytest.fixture(scope="session")

@@ -107,3 +107,19 @@ def test_xid_no_readable_log_is_error(ib_node: NodeExpect) -> None:
     node = FakeNode({"dmesg": (1, "dmesg: read kernel buffer failed: Operation not permitted")})
     with pytest.raises(CheckError, match="no kernel log could be read"):
         gpu.test_xid(ib_node, node)
+
+
+def test_nvlink_absent_or_short_is_measured(ib_node: NodeExpect) -> None:
+    """`nvidia-smi nvlink --status` printing nothing (real: an H100 VM, driver 580) means no NVLink on any
+    GPU: fail naming it, not an unparseable output; a GPU short of the plan's count fails on the count."""
+    cmd = "nvidia-smi nvlink --status"
+    empty = real("nvidia-smi-nvlink-s__h100-sxm-vm-no-nvlink-drv580-device__1.txt")
+    with pytest.raises(
+        CheckFailed, match=r"NVLink: expected 18 active links per GPU on 8 GPUs; found no NVLink"
+    ):
+        gpu.test_nvlink(ib_node, FakeNode({cmd: (0, empty)}))
+    one = real("nvidia-smi-nvlink-s__h100-gke-a3-elideng__1.txt")
+    with pytest.raises(CheckFailed, match="GPUs in nvlink --status: expected 8; found 1"):
+        gpu.test_nvlink(ib_node, FakeNode({cmd: (0, one)}))
+    with pytest.raises(CheckError):  # the tool failing is not a measurement
+        gpu.test_nvlink(ib_node, FakeNode({cmd: (9, "")}))

@@ -67,6 +67,16 @@ def test_governor_every_cpu(ib_node: NodeExpect) -> None:
         os_tuning.test_governor(ib_node, FakeNode({cmd: (0, out), f"cat {CPU}/online": (0, "0-3\n")}))
 
 
+def test_governor_without_cpufreq_is_measured(ib_node: NodeExpect) -> None:
+    """No cpufreq driver (seen on a real KVM guest): the glob matches nothing, grep names the pattern
+    itself; the node was read, it has no governor - fail, not error."""
+    cmd = f"grep -H -m1 '' {CPU}/cpu[0-9]*/cpufreq/scaling_governor"
+    err = f"grep: {CPU}/cpu[0-9]*/cpufreq/scaling_governor: No such file or directory\n"
+    node = FakeNode({cmd: (2, "", err), f"cat {CPU}/online": (0, "0-1\n")})
+    with pytest.raises(CheckFailed, match="cpu0=<no cpufreq>, cpu1=<no cpufreq>"):
+        os_tuning.test_governor(ib_node, node)
+
+
 def test_memlock(ib_node: NodeExpect) -> None:
     cmd = os_tuning.LIMITS
     conf = (

@@ -104,11 +104,25 @@ def test_error_counters(ib_node: NodeExpect) -> None:
         f"{base}/{c}:0" for c in ("symbol_error", "link_downed", "port_rcv_errors", "port_xmit_data")
     )
     cmd = f"grep -H -m1 '' {base}/*"
-    rdma.test_error_counters(ib_node, FakeNode({cmd: (0, good)}), 0)
+    hca = rdma.hca_cmd(r)
+    rdma.test_error_counters(ib_node, FakeNode({hca: (0, "yes\n"), cmd: (0, good)}), 0)
     with pytest.raises(CheckFailed, match="symbol_error=5000"):
         rdma.test_error_counters(
-            ib_node, FakeNode({cmd: (0, good.replace("symbol_error:0", "symbol_error:5000"))}), 0
+            ib_node,
+            FakeNode({hca: (0, "yes\n"), cmd: (0, good.replace("symbol_error:0", "symbol_error:5000"))}),
+            0,
         )
+
+
+def test_absent_hca_is_measured_not_an_error(ib_node: NodeExpect) -> None:
+    """No /sys/class/infiniband/<hca> (seen on a real H100 VM whose NICs are not passed through): the
+    kernel says the HCA is not there, so the rail's counters and NUMA checks fail naming it."""
+    r = ib_node.rail(0)
+    gone = FakeNode({rdma.hca_cmd(r): (0, "no\n")})
+    with pytest.raises(CheckFailed, match=f"rail 0 HCA: expected {r.hca} present; found absent"):
+        rdma.test_error_counters(ib_node, gone, 0)
+    with pytest.raises(CheckFailed, match="HCA"):
+        rdma.test_numa(ib_node, FakeNode({rdma.hca_cmd(r): (0, "no\n")}), 0)
 
 
 def _inbox(node: NodeExpect) -> NodeExpect:

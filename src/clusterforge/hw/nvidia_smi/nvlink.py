@@ -82,7 +82,12 @@ def parse_nvlink_status(text: str, *, partial: bool = False) -> list[NvLinkGpu]:
     """Per GPU, the list of links with their speed (GB/s) or ``<inactive>``.
 
     ``partial=True`` accepts an author's excerpt (``[...]`` / ``...`` elision lines, skipped link numbers).
+    Empty output is the driver's answer "no NVLink on any GPU" (an empty list): a PCIe GPU, or an SXM GPU
+    whose links the OS cannot see (real capture: H100 SXM in a VM, driver 580, `nvlink -s` exits 0 and
+    prints nothing). Whether that is wrong is the caller's to judge; a failed run exits non-zero.
     """
+    if isinstance(text, str) and not text.strip():
+        return []
     require_text(TOOL_S, text)
     gpus: list[tuple[re.Match[str], list[NvLinkLink], bool, int]] = []
     for line_no, raw in enumerate(split_lines(text), 1):
