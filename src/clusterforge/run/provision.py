@@ -8,22 +8,24 @@ reboot, and only resumes a node that came back and converged.
 from __future__ import annotations
 
 import getpass
+import logging
 import socket
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from rich.console import Console
 
+from clusterforge.errors import ClusterforgeError
 from clusterforge.records.model import NodeOutcome, RunOutcome
 from clusterforge.records.outcomes import recorded_run
 from clusterforge.remote.inventory import plan_order, resolve_hosts
 from clusterforge.run.ansible import PlaybookResult, run_playbook
-from clusterforge.run.batches import batches, over_fail_limit
+from clusterforge.run.batches import OUT_OF_SERVICE, over_fail_limit, rollout_batches
 from clusterforge.run.logs import PLAYBOOK_RAN, run_logs
 from clusterforge.run.progress import Progress
 from clusterforge.run.shard import forks_for
@@ -31,11 +33,15 @@ from clusterforge.run.shard import forks_for
 PENDING_FILE = "/var/lib/clusterforge/reboot-required"
 
 
+log = logging.getLogger(__name__)
+
+
 class Pool(Protocol):
     """What the loop needs of a pool manager (clusterforge.pool.PoolManager)."""
 
     def drain(self, node: str, reason: str) -> bool: ...
     def resume(self, node: str) -> bool: ...
+    def status(self, nodes: Iterable[str] | None = None) -> Mapping[str, Any]: ...
 
 
 @dataclass
@@ -148,6 +154,19 @@ def pending_reboots(inventory: Path, hosts: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def out_of_service(pool: Pool | None, hosts: list[str]) -> set[str]:
+    """Hosts the pool says run no job (drained, down, unknown: e.g. never admitted). Without a pool nothing
+    is known, so nothing is assumed idle: every host rolls in batches."""
+    if pool is None or not hosts:
+        return set()
+    try:
+        states = pool.status(hosts)
+    except ClusterforgeError as e:  # the pool cannot say: assume every node serves (roll in batches)
+        log.warning("pool status unavailable (%s): every host rolls in batches", e)
+        return set()
+    return {h for h in hosts if getattr(states.get(h), "state", "unknown") in OUT_OF_SERVICE}
+
+
 def provision(
     plan_doc: dict[str, Any],
     inventory: Path,
@@ -166,7 +185,7 @@ def provision(
     hosts = plan_order(resolve_hosts(inventory, opts.limit), plan_doc)
     rollout = plan_doc["rollout"]
     env = dict(env or {})
-    groups = batches(hosts, rollout["serial"])
+    groups = rollout_batches(hosts, rollout["serial"], out_of_service(pool, hosts))
     logs = run_logs("provision", report.run_id)
     report.logs = str(logs)
     failed_total = 0
@@ -185,7 +204,9 @@ def provision(
                 on_event=progress.event,
                 env=env,
                 keep_artifacts=logs / f"batch-{i}",
-                extravars=opts.extra_vars,
+                # the batch is the rollout unit: the play does not split it again (site.yml's own serial
+                # is for ansible-playbook run by hand); the caller's -e still wins
+                extravars={"clusterforge_rollout_serial": "100%", **(opts.extra_vars or {})},
             )
             _merge(report, res)
             if res.rc not in PLAYBOOK_RAN:
