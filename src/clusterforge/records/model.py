@@ -198,6 +198,12 @@ class MergeReport:
     certificates: int = 0
     pool_events: int = 0
     run_nodes: int = 0
+    burnin_runs: int = 0
+    burnin_runs_updated: int = 0
+    burnin_sessions: int = 0
+    burnin_iterations: int = 0
+    burnin_measurements: int = 0
+    burnin_verdicts: int = 0
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,12 @@ _MERGED = (
     ("certificates", "digest"),
     ("pool_events", "id"),
     ("run_nodes", "run_id, node"),
+    # burn-in: parents before children (foreign keys)
+    ("burnin_runs", "id"),
+    ("burnin_sessions", "burnin_id, run_id"),
+    ("burnin_iterations", "burnin_id, iteration"),
+    ("burnin_measurements", "burnin_id, iteration, test, node, component, peer"),
+    ("burnin_verdicts", "burnin_id, node"),
 )
 
 
@@ -160,16 +166,16 @@ class Store(RunsMixin, ResultsMixin, PartsMixin, CertificatesMixin, EventsMixin,
     """The records database. Safe for several processes at once; one `Store` per thread."""
 
     def merge_from(self, other_path: str | Path, *, trusted: TrustedKeys | None = None) -> MergeReport:
-        """Import runs, results, parts, certificates, pool events and the node outcomes of provision and drift
-        runs of another records database (burn-in's tables are not merged).
+        """Import runs, results, parts, certificates, pool events, the node outcomes of provision and drift
+        runs, and burn-ins (runs, sessions, iterations, measurements, verdicts) of another records database.
 
         Every certificate of the other database is checked first (`shardcheck.shard_problems`: signed by a
         trusted key, columns as signed, its run and node result present); any failure raises
         `ShardRejected` and nothing is merged.
 
         Rows are matched by their keys (run UUIDs, certificate digests, event UUIDs), so merging twice,
-        or merging databases that share rows, adds nothing twice. A run still `running` here takes the
-        final status it has there. The other database is brought to this schema version first.
+        or merging databases that share rows, adds nothing twice. A run or burn-in still `running` here
+        takes the final status it has there. The other database is brought to this schema version first.
         """
         other = Path(other_path).expanduser()
         if not other.is_file():
@@ -198,6 +204,12 @@ class Store(RunsMixin, ResultsMixin, PartsMixin, CertificatesMixin, EventsMixin,
                         " log_dir = o.log_dir"
                         " FROM other.runs o"
                         " WHERE runs.id = o.id AND runs.status = 'running' AND o.status != 'running'"
+                    ).rowcount
+                    counts["burnin_runs_updated"] = db.execute(
+                        "UPDATE burnin_runs SET status = o.status, finished_at = o.finished_at,"
+                        " summary = o.summary FROM other.burnin_runs o"
+                        " WHERE burnin_runs.id = o.id AND burnin_runs.status = 'running'"
+                        " AND o.status != 'running'"
                     ).rowcount
                     db.execute(
                         "DELETE FROM node_locks"

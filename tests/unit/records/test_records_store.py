@@ -393,3 +393,37 @@ def test_merge_brings_an_old_database_to_the_current_schema(tmp_path: Path, stor
     db.close()
     assert store.merge_from(old).runs == 1
     assert store.get_run("u-1").argv == ["clusterforge", "drift"]
+
+
+def test_merge_brings_burnins_whole_and_their_final_status(tmp_path: Path, store: Store) -> None:
+    """A burn-in run on another controller (`--shard`) arrives with its sessions, iterations, measurements
+    and verdicts; a burn-in both sides know takes the final status; merging again adds nothing."""
+    from clusterforge.records.burnin import BurninDB
+    from clusterforge.records.model import Measurement
+
+    shard = tmp_path / "shard.db"
+    with BurninDB(shard) as b:
+        bid = b.create("lab", ["n1", "n2"], iterations=1, duration_s=None, options={"shard": "1/2"})
+        b.add_session(bid, "run-1")
+        ms = [
+            Measurement("nvbandwidth", n, "gpu0", "", 310.5 + i, "GB/s") for i, n in enumerate(["n1", "n2"])
+        ]
+        b.commit_iteration(bid, 1, "run-1", "2026-11-26T10:00:00+00:00", 42.0, ms)
+        b.set_verdicts(bid, [{"node": "n1", "verdict": "pass", "findings": []}])
+        shared = b.create("lab", ["n3"], iterations=1, duration_s=None, options={})
+    with BurninDB(store.path) as mine:
+        mine._db.execute("ATTACH DATABASE ? AS o", (str(shard),))
+        mine._db.execute("INSERT INTO burnin_runs SELECT * FROM o.burnin_runs WHERE id = ?", (shared,))
+        mine._db.commit()
+        mine._db.execute("DETACH DATABASE o")
+    with BurninDB(shard) as b:
+        b.finish(shared, "passed", {"nodes": 1})
+    report = store.merge_from(shard)
+    assert (report.burnin_runs, report.burnin_runs_updated, report.burnin_sessions) == (1, 1, 1)
+    assert (report.burnin_iterations, report.burnin_measurements, report.burnin_verdicts) == (1, 2, 1)
+    with BurninDB(store.path) as mine:
+        assert [m.value for _, m in mine.measurements(bid)] == [310.5, 311.5]
+        assert mine.verdicts(bid) == {"n1": {"verdict": "pass", "findings": []}}
+        assert mine.get(shared).status == "passed" and mine.get(bid).options == {"shard": "1/2"}
+    again = store.merge_from(shard)
+    assert again.burnin_runs == again.burnin_measurements == again.burnin_runs_updated == 0
