@@ -58,9 +58,29 @@ def test_count(node: NodeExpect, probe: Probe) -> None:
 
 
 def test_model(node: NodeExpect, probe: Probe) -> None:
-    want = node.gpu["model"]
-    bad = {g.bus_id: g.product_name for g in gpus(probe) if g.product_name != want}
-    expect_none_bad("GPU model", bad, want, hint("topology", node.name))
+    """Product name and architecture (nvidia-smi's "Product Architecture", compared case-blind)."""
+    want, arch = node.gpu["model"], str(node.gpu["architecture"])
+    bad = {
+        g.bus_id: f"{g.product_name} ({g.architecture})"
+        for g in gpus(probe)
+        if g.product_name != want or (g.architecture or "").casefold() != arch.casefold()
+    }
+    expect_none_bad("GPU model", bad, f"{want} ({arch})", hint("topology", node.name))
+
+
+POWER_TOLERANCE_W = 1.0  # nvidia-smi prints the limit with two decimals
+
+
+def test_power_limit(node: NodeExpect, probe: Probe) -> None:
+    """The enforced power limit of every GPU is the SKU's: a cap below it (set by hand, a site tool or the
+    BMC) costs throughput without any error showing."""
+    want = float(node.gpu["power_limit_w"])
+    bad = {
+        g.bus_id: "not reported" if g.power_limit_w is None else f"{g.power_limit_w:.2f} W"
+        for g in gpus(probe)
+        if g.power_limit_w is None or abs(g.power_limit_w - want) > POWER_TOLERANCE_W
+    }
+    expect_none_bad("GPU power limit", bad, f"{want:.2f} W", hint("power_cap", node.name))
 
 
 def test_memory(node: NodeExpect, probe: Probe) -> None:

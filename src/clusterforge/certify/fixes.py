@@ -33,6 +33,10 @@ FIXES: dict[str, Fix] = {
     "acs": Fix("nvidia_gpu", "acs"),
     "fabricmanager": Fix("nvidia_gpu", "fabricmanager"),
     "peermem": Fix("nvidia_gpu", "peermem"),
+    "power_cap": Fix(
+        action="lift the power cap (`nvidia-smi -pl <limit>`, or the site tool or BMC policy that set it); "
+        "if the cap is intended, declare it as the SKU's gpu.power_limit_w"
+    ),
     "vbios": Fix(action="flash the pinned VBIOS with the vendor's tool, then re-certify"),
     # system firmware: no clusterforge role flashes it
     "bios_version": Fix(

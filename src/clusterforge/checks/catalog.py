@@ -69,6 +69,12 @@ VALIDATORS: tuple[Check, ...] = (
     _v("gpu.count", "GPU count as declared", severity="critical", remedies=("reboot", "service"), fix=_HW),
     _v("gpu.model", "GPU model as declared", severity="critical", action="service", fix=_HW),
     _v("gpu.memory", "GPU memory size as declared", severity="critical", action="service", fix=_HW),
+    _v(
+        "gpu.power_limit",
+        "enforced GPU power limit as declared (no cap below the SKU's)",
+        fix="lift the cap (`nvidia-smi -pl`, or the site tool or BMC policy that set it); if the cap is "
+        "intended, declare it as the SKU's gpu.power_limit_w",
+    ),
     _v("gpu.driver_branch", "NVIDIA driver branch as declared"),
     _v("gpu.persistence_mode", "persistence mode on"),
     _v("gpu.ecc_mode", "ECC mode as declared", remedies=("reboot",)),

@@ -153,6 +153,8 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "skus[].name": (SRC + "spec/load.py", ".name"),
     "skus[].node_power_kw": (CHECKS, "skus[p.sku].node_power_kw"),
     "skus[].gpu.model": ("validators/test_gpu.py", 'node.gpu["model"]'),
+    "skus[].gpu.architecture": ("validators/test_gpu.py", 'node.gpu["architecture"]'),
+    "skus[].gpu.power_limit_w": ("validators/test_gpu.py", 'node.gpu["power_limit_w"]'),
     "skus[].gpu.count": ("validators/test_gpu.py", 'node.gpu["count"]'),
     "skus[].gpu.memory_mib": ("validators/test_gpu.py", 'node.gpu["memory_mib"]'),
     "skus[].gpu.nvswitch": (INV, 'sku["gpu"]["nvswitch"]'),
@@ -208,8 +210,6 @@ KNOWN_GAPS: dict[str, str] = {
     "own speed is neither compared nor certified",
     "skus[].gpu.nvlink.generation": "not read: NVLink checks use links_per_gpu, link_speed_gbs, topo_link",
     "addressing.gateway": "checked to lie in the management subnet; no role installs the route",
-    "skus[].gpu.architecture": SIM_ONLY,
-    "skus[].gpu.power_limit_w": f"{SIM_ONLY} (the enforced power limit is not checked)",
     "skus[].gpu.hbm_bandwidth_gbs": f"{SIM_ONLY} (thresholds.hbm_bandwidth_gbs is the certified floor)",
     "skus[].compute_nics.firmware_prefix": f"{SIM_ONLY} (software.nic_firmware certifies an exact pin)",
 }

@@ -27,6 +27,7 @@ def node_with(smi: str, **more: tuple[int, str]) -> FakeNode:
     [
         "test_count",
         "test_model",
+        "test_power_limit",
         "test_persistence_mode",
         "test_ecc_mode",
         "test_remapped_rows",
@@ -123,3 +124,16 @@ def test_nvlink_absent_or_short_is_measured(ib_node: NodeExpect) -> None:
         gpu.test_nvlink(ib_node, FakeNode({cmd: (0, one)}))
     with pytest.raises(CheckError):  # the tool failing is not a measurement
         gpu.test_nvlink(ib_node, FakeNode({cmd: (9, "")}))
+
+
+def test_power_cap_and_architecture_are_certified(ib_node: NodeExpect) -> None:
+    """A GPU capped below the SKU's limit (real: an H100 held at 200 W, driver 580) fails; so does a GPU
+    whose architecture is not the SKU's, even under the right product name."""
+    capped = real("nvidia-smi-q__h100-gke-a3-580-powercap-active-elideng__3.txt")
+    with pytest.raises(CheckFailed, match=r"GPU power limit: expected 700.00 W; found .*=200.00 W"):
+        gpu.test_power_limit(ib_node, node_with(capped))
+    renamed = real(SMI).replace("Hopper", "Ampere", 1)
+    with pytest.raises(
+        CheckFailed, match=r"GPU model: expected NVIDIA H100 80GB HBM3 \(hopper\); found .*Ampere"
+    ):
+        gpu.test_model(ib_node, node_with(renamed))
