@@ -279,6 +279,20 @@ def _software_and_policy(x: _Ctx) -> None:
                     f"unknown threshold '{key}'",
                     f"did you mean '{near[0]}'?" if near else "correct the threshold name",
                 )
+    fw = c.software.nic_firmware
+    if fw is not None:
+        for pool in c.pools:
+            sku = skus.get(pool.sku)
+            if sku is not None and not fw.startswith(sku.compute_nics.firmware_prefix):
+                bad(
+                    ("software", "nic_firmware"),
+                    f"a firmware of the compute NICs of pool {pool.name} (SKU {pool.sku}: "
+                    f"{sku.compute_nics.model}, versions {sku.compute_nics.firmware_prefix}x)",
+                    fw,
+                    "pin that NIC family's firmware; pools with different NIC families cannot share one pin: "
+                    "leave software.nic_firmware unset",
+                )
+                break
     rdma = c.software.rdma
     if rdma.stack == "doca-ofed" and doca.expected_ofed(rdma.version) is None:
         bad(

@@ -154,6 +154,10 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "skus[].node_power_kw": (CHECKS, "skus[p.sku].node_power_kw"),
     "skus[].gpu.model": ("validators/test_gpu.py", 'node.gpu["model"]'),
     "skus[].gpu.architecture": ("validators/test_gpu.py", 'node.gpu["architecture"]'),
+    "skus[].compute_nics.firmware_prefix": (
+        "src/clusterforge/spec/checks.py",
+        "compute_nics.firmware_prefix",
+    ),
     "skus[].gpu.power_limit_w": ("validators/test_gpu.py", 'node.gpu["power_limit_w"]'),
     "skus[].gpu.count": ("validators/test_gpu.py", 'node.gpu["count"]'),
     "skus[].gpu.memory_mib": ("validators/test_gpu.py", 'node.gpu["memory_mib"]'),
@@ -211,7 +215,6 @@ KNOWN_GAPS: dict[str, str] = {
     "skus[].gpu.nvlink.generation": "not read: NVLink checks use links_per_gpu, link_speed_gbs, topo_link",
     "addressing.gateway": "checked to lie in the management subnet; no role installs the route",
     "skus[].gpu.hbm_bandwidth_gbs": f"{SIM_ONLY} (thresholds.hbm_bandwidth_gbs is the certified floor)",
-    "skus[].compute_nics.firmware_prefix": f"{SIM_ONLY} (software.nic_firmware certifies an exact pin)",
 }
 
 

@@ -404,3 +404,13 @@ def test_example_specs_are_valid() -> None:
     assert {"lab", "h100-ib-1su", "h100-ib-4su", "h100-roce-2su", "b200-ib-16su"} <= set(names)
     for p in sorted(CLUSTERS.glob("*.yaml")):
         assert load_spec_text(p.read_text(), str(p)).name == p.stem
+
+
+def test_nic_firmware_of_another_nic_family() -> None:
+    """A ConnectX-6 firmware pin (20.x) on ConnectX-7 SKUs (28.x): every node would fail nic_firmware."""
+    text = edit(LAB, 'nic_firmware: "28.43.2026"', 'nic_firmware: "20.39.1002"')
+    p = only(text)
+    assert (p.path, p.line) == ("software.nic_firmware", line_of(text, "nic_firmware"))
+    assert "compute NICs of pool roce" in p.expected
+    assert "versions 28.x" in p.expected and p.found == "20.39.1002"
+    assert "cannot share one pin" in p.fix
