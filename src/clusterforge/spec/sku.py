@@ -29,6 +29,11 @@ class Sourced(_Strict):
     marker: Literal["verified", "secondary", "derived"] = "secondary"
 
 
+#: per-link speed as `nvidia-smi nvlink -s` prints it, by NVLink generation (real captures in
+#: tests/fixtures/real: A100 "25 GB/s" (gpud), H100 "26.562 GB/s" (elideng), GB200 "53.125 GB/s")
+NVLINK_LINK_GBS = {3: 25.0, 4: 26.562, 5: 53.125}
+
+
 class NvLink(_Strict):
     links_per_gpu: int = Field(ge=0, le=64)
     generation: int = Field(ge=0, le=16)
@@ -129,6 +134,29 @@ def sku_problems(sku: Sku) -> list[SkuProblem]:
     """Consistency of one SKU: rails numbered 0..n-1, unique devices, every rail on an existing GPU and NUMA
     node. Paths are relative to the SKU so that inline SKUs in a spec can be pointed at precisely."""
     out: list[SkuProblem] = []
+    nv = sku.gpu.nvlink
+    known = NVLINK_LINK_GBS.get(nv.generation)
+    if known is not None and abs(nv.link_speed_gbs - known) > known * 0.01:
+        out.append(
+            (
+                ("gpu", "nvlink", "link_speed_gbs"),
+                f"{known} GB/s per link for NVLink generation {nv.generation} (as `nvidia-smi nvlink -s` "
+                "prints it)",
+                str(nv.link_speed_gbs),
+                f"set link_speed_gbs: {known}, or the generation these links are",
+            )
+        )
+    floor = sku.thresholds.hbm_bandwidth_gbs.value
+    if floor > sku.gpu.hbm_bandwidth_gbs:
+        out.append(
+            (
+                ("thresholds", "hbm_bandwidth_gbs", "value"),
+                f"a floor at most the GPU's nominal HBM bandwidth (gpu.hbm_bandwidth_gbs: "
+                f"{sku.gpu.hbm_bandwidth_gbs} GB/s): no GPU could pass a higher one",
+                str(floor),
+                "lower the floor (DCGM's rule: 0.75 x the nominal), or correct gpu.hbm_bandwidth_gbs",
+            )
+        )
     rails = sku.compute_nics.rails
     for i, r in enumerate(rails):
         if r.rail != i:

@@ -154,6 +154,8 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "skus[].node_power_kw": (CHECKS, "skus[p.sku].node_power_kw"),
     "skus[].gpu.model": ("validators/test_gpu.py", 'node.gpu["model"]'),
     "skus[].gpu.architecture": ("validators/test_gpu.py", 'node.gpu["architecture"]'),
+    "skus[].gpu.nvlink.generation": ("src/clusterforge/spec/sku.py", "NVLINK_LINK_GBS.get(nv.generation)"),
+    "skus[].gpu.hbm_bandwidth_gbs": ("src/clusterforge/spec/sku.py", "floor > sku.gpu.hbm_bandwidth_gbs"),
     "skus[].compute_nics.firmware_prefix": (
         "src/clusterforge/spec/checks.py",
         "compute_nics.firmware_prefix",
@@ -206,15 +208,12 @@ NO_BEHAVIOUR: dict[str, str] = {
     "skus[].thresholds.*.marker": "provenance class of the threshold (verified/secondary/derived)",
 }
 
-SIM_ONLY = "read by the lab simulator only, not certified on a node"
 KNOWN_GAPS: dict[str, str] = {
     "skus[].storage_nics.speed_gbps": "not read: cabling uses fabrics.storage.speed_gbps; the NIC's own "
     "speed is neither compared nor certified",
     "skus[].management_nic.speed_gbps": "not read: cabling uses fabrics.management.speed_gbps; the NIC's "
     "own speed is neither compared nor certified",
-    "skus[].gpu.nvlink.generation": "not read: NVLink checks use links_per_gpu, link_speed_gbs, topo_link",
     "addressing.gateway": "checked to lie in the management subnet; no role installs the route",
-    "skus[].gpu.hbm_bandwidth_gbs": f"{SIM_ONLY} (thresholds.hbm_bandwidth_gbs is the certified floor)",
 }
 
 

@@ -87,3 +87,24 @@ def test_sku_problems_name_the_rail_and_field() -> None:
     }
     assert found[("compute_nics", "rails", 2, "gpu")][1:3] == ("a GPU index 0..7 (gpu.count is 8)", "9")
     assert found[("compute_nics", "rails", 5, "hca")][2] == "'mlx5_0' (also rail 0)"
+
+
+def test_nvlink_speed_and_hbm_floor_agree_with_the_gpu() -> None:
+    """NVLink's per-link speed is the generation's (a B200 entry copied from an H100 keeps 26.562 GB/s);
+    the HBM floor cannot exceed the GPU's nominal bandwidth (no GPU could pass it)."""
+    base = catalog()["b200-sxm-8x400g-ib"]
+    gpu = base.gpu.model_copy(
+        update={"nvlink": base.gpu.nvlink.model_copy(update={"link_speed_gbs": 26.562})}
+    )
+    hbm = base.thresholds.hbm_bandwidth_gbs.model_copy(update={"value": 9000.0})
+    sku = base.model_copy(
+        update={"gpu": gpu, "thresholds": base.thresholds.model_copy(update={"hbm_bandwidth_gbs": hbm})}
+    )
+    found = {p[0]: p for p in sku_problems(sku)}
+    assert set(found) == {("gpu", "nvlink", "link_speed_gbs"), ("thresholds", "hbm_bandwidth_gbs", "value")}
+    assert found[("gpu", "nvlink", "link_speed_gbs")][1:] == (
+        "53.125 GB/s per link for NVLink generation 5 (as `nvidia-smi nvlink -s` prints it)",
+        "26.562",
+        "set link_speed_gbs: 53.125, or the generation these links are",
+    )
+    assert "8000.0 GB/s" in found[("thresholds", "hbm_bandwidth_gbs", "value")][1]
