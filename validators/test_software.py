@@ -248,7 +248,7 @@ def test_time_sync(node: NodeExpect, probe: Probe) -> None:
     """chrony uses the declared servers and is in sync (leap Normal, |offset| <= 0.5 s, a declared server
     selected). A container cannot own its clock: chrony's unit skips itself there (ConditionCapability=
     CAP_SYS_TIME) and the clock is the container host's; then only the configuration is checked."""
-    servers = [str(s) for s in node.tuning.get("time_servers", [])]
+    servers = [str(s) for s in node.desired["time"]["servers"]]
     fix = hint("time", node.name)
     configured = _configured_servers(probe)
     expect(

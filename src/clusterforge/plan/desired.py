@@ -217,6 +217,7 @@ def node_desired(
             "tuned_profile": tuning.get("tuned_profile") or None,
         },
         "pcie": {"acs_disable": bool(tuning["acs_disable"])},
+        "time": {"servers": [str(s) for s in tuning.get("time_servers", ())]},
         "rdma": rdma_desired(software),
         "rails": [rail_desired(r, tuning) for r in sorted(rails, key=lambda r: int(r["index"]))],
     }

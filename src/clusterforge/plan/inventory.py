@@ -77,8 +77,8 @@ def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[st
         "clusterforge_rollout_serial": d["rollout"]["serial"],
         "clusterforge_rollout_max_fail_percentage": d["rollout"]["max_fail_percentage"],
         # kernel command line, hugepages, C-states, governor, THP, sysctls, limits, services, ACS, the RDMA
-        # stack, rail MTUs and RoCE QoS: compiled per SKU (clusterforge_desired, plan/desired.py), not knobs
-        "os_tuning_time_servers": t["time_servers"],
+        # stack, rail MTUs, RoCE QoS and the time servers: compiled per SKU (clusterforge_desired,
+        # plan/desired.py), not knobs
         "nvidia_gpu_driver_branch": sw["nvidia_driver"]["branch"],
         "nvidia_gpu_driver_version": sw["nvidia_driver"]["version"],
         "nvidia_gpu_dcgm_version": sw["dcgm"],

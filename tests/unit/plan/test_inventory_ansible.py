@@ -54,8 +54,8 @@ def test_host_and_group_vars_resolve(lab_inventory) -> None:
     # RoCE-only knobs only on RoCE hosts (group_vars/fabric_type_roce.yml)
     assert (roce["nccl_ib_tc"], roce["nccl_ib_gid_index"]) == (106, 3)
     assert "nccl_ib_tc" not in ib and "nccl_ib_gid_index" not in ib
-    # cluster-wide, through group_vars/all.yml
-    assert roce["os_tuning_time_servers"] == ib["os_tuning_time_servers"]
+    # cluster-wide values compiled into each SKU's desired state
+    assert roce["clusterforge_desired"]["time"] == ib["clusterforge_desired"]["time"]
     # the compiled desired state per SKU (group_vars/sku_*.yml): QoS on RoCE rails only
     assert roce["clusterforge_desired"]["rails"][0]["qos"]["pfc_vector"] == [0, 0, 0, 1, 0, 0, 0, 0]
     assert ib["clusterforge_desired"]["rails"][0]["qos"] is None

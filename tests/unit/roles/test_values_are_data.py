@@ -89,11 +89,11 @@ def test_roce_qos_conf_refuses_odd_rail_values(field: str, value: str) -> None:
 @pytest.mark.parametrize(
     ("role", "template", "variables"),
     [
-        ("os_tuning", "templates/chrony.conf.j2", {"os_tuning_time_servers": ["ntp.example\nallow all"]}),
+        ("os_tuning", "templates/chrony.conf.j2", {"_os_tuning_time_servers": ["ntp.example\nallow all"]}),
         (
             "os_tuning",
             "templates/chrony.conf.j2",
-            {"os_tuning_time_servers": ["ntp.example iburst maxpoll 1"]},
+            {"_os_tuning_time_servers": ["ntp.example iburst maxpoll 1"]},
         ),
         ("nccl", "templates/nccl.conf.j2", {"nccl_socket_ifname": "mgmt0\nNCCL_DEBUG_FILE=/etc/x"}),
         ("nccl", "templates/nccl.conf.j2", {"nccl_extra_env": {"A\nB": 1}}),
@@ -124,7 +124,7 @@ def test_good_time_servers_render_as_given() -> None:
     out = render(
         "os_tuning",
         templates={"c": "templates/chrony.conf.j2"},
-        variables={"os_tuning_time_servers": servers},
+        variables={"_os_tuning_time_servers": servers},
     )
     assert [ln for ln in out["c"].splitlines() if ln.startswith("server ")] == [
         f"server {s} iburst" for s in servers
@@ -276,7 +276,7 @@ def test_rdma_validation_refuses_odd_rail_names() -> None:
 
 def test_os_tuning_validation_refuses_odd_time_servers() -> None:
     check = {"t": _asserts("os_tuning", 0)[str(len(_asserts("os_tuning", 0)) - 1)]}
-    assert render("os_tuning", expressions=check, variables={"os_tuning_time_servers": ["2001:db8::1"]})["t"]
-    assert not render("os_tuning", expressions=check, variables={"os_tuning_time_servers": ["a\nallow all"]})[
-        "t"
-    ]
+    assert render("os_tuning", expressions=check, variables={"_os_tuning_time_servers": ["2001:db8::1"]})["t"]
+    assert not render(
+        "os_tuning", expressions=check, variables={"_os_tuning_time_servers": ["a\nallow all"]}
+    )["t"]

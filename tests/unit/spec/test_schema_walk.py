@@ -129,7 +129,7 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "tuning.iommu": (DESIRED, 'tuning["iommu"]'),
     "tuning.tuned_profile": (DESIRED, 'tuning.get("tuned_profile")'),
     "tuning.irqbalance": (DESIRED, 'tuning["irqbalance"]'),
-    "tuning.time_servers": (INV, '"os_tuning_time_servers"'),
+    "tuning.time_servers": ("src/clusterforge/plan/desired.py", 'tuning.get("time_servers", ())'),
     "tuning.acs_disable": (DESIRED, 'tuning["acs_disable"]'),
     "tuning.ecc": (INV, 't["ecc"]'),
     "tuning.mig": (INV, 't["mig"]'),
