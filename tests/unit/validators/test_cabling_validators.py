@@ -72,7 +72,11 @@ def _ib_answers(node: NodeExpect, swap: tuple[int, int] | None = None) -> dict[s
     for (hca, _, _), (sw, port) in zip(ends, far, strict=True):
         desc, info = cabling.smp_cmds(hca, 1)
         out[desc] = (0, f"Node Description:................MF0;{sw}:MQM9700/U1\n")
-        out[info] = (0, f"# Port info: DR path slid 65535; dlid 65535; 0,1 port 0\nLocalPort:.......................{port}\nLinkState:.......................Active\n")  # fmt: skip
+        head = "# Port info: DR path slid 65535; dlid 65535; 0,1 port 0\n"
+        out[info] = (
+            0,
+            f"{head}LocalPort:.......................{port}\nLinkState:.......................Active\n",
+        )
     return out
 
 
