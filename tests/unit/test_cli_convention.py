@@ -48,6 +48,7 @@ UNFORMATTED = {
     "inventory from-stack",
     "checks list",
     "checks docs",
+    "fabric sm-config",
     "collections install",
     "lab up",
     "lab down",

@@ -68,3 +68,71 @@ def export(
     else:
         text = ibdiagnet_topo(links, {s.name: s.model for s in sheet.switches})
     emit(text, output)
+
+
+@app.command("sm-config")
+def sm_config(
+    spec: SpecArg,
+    out_dir: Annotated[
+        Path, typer.Option("--dir", help="folder to write opensm.conf, partitions.conf, ... into")
+    ],
+    fabric: Annotated[
+        str | None, typer.Option(help="InfiniBand fabric of the spec (default: the only one)")
+    ] = None,
+    discovery: Annotated[
+        Path | None,
+        typer.Option(
+            help="ibnetdiscover output of the built fabric: its top-tier GUIDs become ftree's roots"
+        ),
+    ] = None,
+    sm_priority: Annotated[
+        int, typer.Option(min=0, max=15, help="this SM's priority (highest is master)")
+    ] = 15,
+) -> None:
+    """OpenSM configuration from the plan for an InfiniBand fabric (docs/fabric.md). Exit 0, 2 bad input."""
+    from clusterforge.errors import InputError, Problem
+    from clusterforge.fabric.observed import switch_name
+    from clusterforge.hw import ParseError, ibnetdiscover
+    from clusterforge.switchcfg.opensm import render_opensm
+
+    plan = _plan(spec)
+    ib = [f["name"] for f in plan.doc["fabrics"] if f["type"] == "infiniband"]
+    name = fabric or (ib[0] if len(ib) == 1 else None)
+    if name not in ib:
+        raise InputError(
+            [
+                Problem(
+                    str(spec), "fabrics.compute", f"one of {ib}", repr(fabric), "name an InfiniBand fabric"
+                )
+            ],
+            "no such InfiniBand fabric",
+        )
+    guids = None
+    if discovery is not None:
+        try:
+            topo = ibnetdiscover.parse(discovery.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ParseError) as exc:
+            raise InputError(
+                [Problem(str(discovery), "", "an ibnetdiscover output", type(exc).__name__, "re-record it")],
+                "unreadable discovery",
+            ) from None
+        guids = {switch_name(n.description): n.guid for n in topo.nodes if n.kind == "switch"}
+    try:
+        files = render_opensm(plan.doc, str(name), root_guids=guids, sm_priority=sm_priority)
+    except ValueError as exc:
+        raise InputError(
+            [
+                Problem(
+                    str(discovery),
+                    "",
+                    "every top-tier switch of the plan",
+                    str(exc),
+                    "discover the whole fabric",
+                )
+            ],
+            "discovery does not cover the plan",
+        ) from None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for fname, text in sorted(files.items()):
+        (out_dir / fname).write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {out_dir / fname}")
