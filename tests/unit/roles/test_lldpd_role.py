@@ -3,12 +3,15 @@ interfaces and settings as they are, and a node without RoCE rails or storage NI
 
 from __future__ import annotations
 
+import pytest
+
 from .test_templates import ROCKY, render
+from .test_values_are_data import render_fails
 
 
 def test_lldpd_conf_from_the_desired_state() -> None:
     out = render("lldpd", templates={"conf": "templates/clusterforge.conf.j2"})["conf"]
-    assert out.splitlines()[2:] == [
+    assert out.splitlines()[3:] == [
         "configure system hostname roce-01",
         "configure system interface pattern enp24s0np0,enp64s0np0",
         "configure lldp portidsubtype ifname",
@@ -34,3 +37,24 @@ def test_lldpd_follows_a_changed_desired_state() -> None:
     )["conf"]  # fmt: skip
     assert "interface pattern r0,stor0\n" in out and "portidsubtype macaddress\n" in out
     assert "tx-interval 10\n" in out and "tx-hold 3\n" in out
+
+
+@pytest.mark.parametrize(
+    "lldp",
+    [
+        {"interfaces": ["r0,r1"]},
+        {"interfaces": ["r0\nconfigure system hostname x"]},
+        {"port_id_subtype": "ifname\nconfigure lldp status disabled"},
+    ],
+)
+def test_lldpd_conf_refuses_odd_values(lldp: dict) -> None:
+    base = {
+        "enabled": True,
+        "interfaces": ["r0"],
+        "port_id_subtype": "ifname",
+        "tx_interval_s": 30,
+        "tx_hold": 4,
+    }
+    desired = {"version": "clusterforge-desired/2", "lldp": {**base, **lldp}}
+    err = render_fails("lldpd", "templates/clusterforge.conf.j2", {"clusterforge_desired": desired})
+    assert "is not a valid" in err
