@@ -21,7 +21,9 @@ import argparse
 import contextlib
 import hashlib
 import json
+import signal
 import socket
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -167,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--once", action="store_true", help="send one round and exit")
     a = p.parse_args(argv)
     em = Emulator(load(a.plan), a.swap)
+    # a supervisor stops it with SIGTERM: leave through `run`'s finally, which withdraws every neighbour
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if a.once:
         for x in em.tick():
             print(f"{x.host_link} ({x.node} rail {x.rail}) <- {x.switch or '-'} {x.port}")
