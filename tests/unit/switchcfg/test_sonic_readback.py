@@ -3,12 +3,19 @@ mmuconfig and pfc counter captures and states built from the render."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from clusterforge.cli import app
+from clusterforge.errors import InputError
 from clusterforge.hw import sonic_show
 from clusterforge.hw.sonic_show import Block, PfcCounters, PortStatus, QueueCounters
 from clusterforge.switchcfg.ports import sonic_port, switch_ports
 from clusterforge.switchcfg.sonic import LOSSLESS_PROFILE, WRED, render_sonic
 from clusterforge.switchcfg.sonic_readback import compare_sonic
-from tests.conftest import REAL, example_plan
+from tests.conftest import CLUSTERS, REAL, example_plan
 
 LEAF = "roce0-leaf-su0-r0"
 
@@ -72,3 +79,24 @@ def test_real_switch_with_sonic_defaults_is_not_the_plans() -> None:
     # its rows for planned ports (Ethernet0/4/8) show no pause; Ethernet6 (priority 3) is no planned port
     assert not any("PFC" in i for i in items)
     assert r.checked == ["ECN/WRED", "buffers", "PFC"] and len(r.not_checked) == 2
+
+
+def test_cli_reads_a_folder_of_outputs(tmp_path: Path) -> None:
+    spec = str(CLUSTERS / "h100-roce-2su.yaml")
+    (tmp_path / "ecnconfig-l.txt").write_text(next(REAL.glob("sonic-ecnconfig-l__*")).read_text())
+    (tmp_path / "mmuconfig-l.txt").write_text(next(REAL.glob("sonic-mmuconfig-l__*")).read_text())
+    args = ["fabric", "switch-readback", spec, "--switch", LEAF, "--outputs", str(tmp_path)]
+    res = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert res.exit_code == 3, res.output
+    doc = json.loads(res.output)
+    assert doc["checked"] == ["ECN/WRED", "buffers"] and not doc["ok"]
+    assert {d["item"] for d in doc["deviations"]} == {
+        f"WRED_PROFILE|{WRED}",
+        f"BUFFER_PROFILE|{LOSSLESS_PROFILE}",
+    }
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad = CliRunner().invoke(
+        app, ["fabric", "switch-readback", spec, "--switch", LEAF, "--outputs", str(empty)]
+    )
+    assert bad.exit_code == 2 or isinstance(bad.exception, InputError)
