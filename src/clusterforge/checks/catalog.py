@@ -178,6 +178,13 @@ VALIDATORS: tuple[Check, ...] = (
         fix="check the cable, transceiver and switch port",
     ),
     _v("rdma.netdev", "rail netdev as declared"),
+    _v(
+        "cabling.rail_neighbour",
+        "rail cabled to the planned leaf and port (LLDP on RoCE, SMP far-end reads on InfiniBand)",
+        severity="critical",
+        ticket="cable",
+        fix="move the rail cables as the message says (both ends from cables.csv), then re-certify",
+    ),
     _v("rdma.active_mtu", "rail active MTU as declared"),
     _v("rdma.numa", "rail NIC on the declared NUMA node", action="service", fix=_HW),
     _v("rdma.peermem", "nvidia_peermem loaded"),

@@ -68,3 +68,152 @@ def export(
     else:
         text = ibdiagnet_topo(links, {s.name: s.model for s in sheet.switches})
     emit(text, output)
+
+
+@app.command("sm-config")
+def sm_config(
+    spec: SpecArg,
+    out_dir: Annotated[
+        Path, typer.Option("--dir", help="folder to write opensm.conf, partitions.conf, ... into")
+    ],
+    fabric: Annotated[
+        str | None, typer.Option(help="InfiniBand fabric of the spec (default: the only one)")
+    ] = None,
+    discovery: Annotated[
+        Path | None,
+        typer.Option(
+            help="ibnetdiscover output of the built fabric: its top-tier GUIDs become ftree's roots"
+        ),
+    ] = None,
+    sm_priority: Annotated[
+        int, typer.Option(min=0, max=15, help="this SM's priority (highest is master)")
+    ] = 15,
+) -> None:
+    """OpenSM configuration from the plan for an InfiniBand fabric (docs/fabric.md). Exit 0, 2 bad input."""
+    from clusterforge.errors import InputError, Problem
+    from clusterforge.fabric.observed import switch_name
+    from clusterforge.hw import ParseError, ibnetdiscover
+    from clusterforge.switchcfg.opensm import render_opensm
+
+    plan = _plan(spec)
+    ib = [f["name"] for f in plan.doc["fabrics"] if f["type"] == "infiniband"]
+    name = fabric or (ib[0] if len(ib) == 1 else None)
+    if name not in ib:
+        raise InputError(
+            [
+                Problem(
+                    str(spec), "fabrics.compute", f"one of {ib}", repr(fabric), "name an InfiniBand fabric"
+                )
+            ],
+            "no such InfiniBand fabric",
+        )
+    guids = None
+    if discovery is not None:
+        try:
+            topo = ibnetdiscover.parse(discovery.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ParseError) as exc:
+            raise InputError(
+                [Problem(str(discovery), "", "an ibnetdiscover output", type(exc).__name__, "re-record it")],
+                "unreadable discovery",
+            ) from None
+        guids = {switch_name(n.description): n.guid for n in topo.nodes if n.kind == "switch"}
+    try:
+        files = render_opensm(plan.doc, str(name), root_guids=guids, sm_priority=sm_priority)
+    except ValueError as exc:
+        raise InputError(
+            [
+                Problem(
+                    str(discovery),
+                    "",
+                    "every top-tier switch of the plan",
+                    str(exc),
+                    "discover the whole fabric",
+                )
+            ],
+            "discovery does not cover the plan",
+        ) from None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for fname, text in sorted(files.items()):
+        (out_dir / fname).write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {out_dir / fname}")
+
+
+# recorded SONiC outputs in a --outputs folder: file name -> (compare_sonic argument, parser)
+SONIC_FILES = {
+    "show-interfaces-status.txt": "status",
+    "ecnconfig-l.txt": "ecn",
+    "mmuconfig-l.txt": "mmu",
+    "show-pfc-counters.txt": "pfc",
+    "show-queue-counters.txt": "queues",
+}
+
+
+@app.command("switch-readback")
+def switch_readback(
+    spec: SpecArg,
+    switch: Annotated[str, typer.Option(help="the planned RoCE switch the outputs were recorded on")],
+    outputs: Annotated[
+        Path,
+        typer.Option(help="folder of recorded SONiC outputs: " + ", ".join(SONIC_FILES) + " (any subset)"),
+    ],
+    fmt: Annotated[str, format_option("text", "json")] = "text",
+    output: OutputOpt = None,
+) -> None:
+    """A SONiC switch's QoS/MTU state against what the plan renders for it. Exit 0 as planned, 3 not, 2 bad
+    input (what was not recorded is listed as not checked)."""
+    import json
+
+    from clusterforge.errors import InputError, Problem
+    from clusterforge.hw import ParseError, sonic_show
+    from clusterforge.switchcfg.sonic_readback import compare_sonic
+
+    parsers = {
+        "status": sonic_show.parse_interfaces_status,
+        "ecn": lambda t: sonic_show.parse_profiles(t, "ecnconfig -l"),
+        "mmu": sonic_show.parse_profiles,
+        "pfc": sonic_show.parse_pfc_counters,
+        "queues": sonic_show.parse_queue_counters,
+    }
+    got: dict[str, object] = {}
+    problems: list[Problem] = []
+    for fname, arg in SONIC_FILES.items():
+        path = outputs / fname
+        if not path.is_file():
+            continue
+        try:
+            got[arg] = parsers[arg](path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ParseError) as exc:
+            problems.append(Problem(str(path), "", f"the output of {fname[:-4]}", str(exc), "re-record it"))
+    if not got:
+        problems.append(
+            Problem(
+                str(outputs), "", "one of " + ", ".join(SONIC_FILES), "none", "record the switch's outputs"
+            )
+        )
+    if problems:
+        raise InputError(problems, "unreadable switch outputs")
+    plan = _plan(spec)
+    try:
+        r = compare_sonic(plan.doc, switch, **got)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise InputError(
+            [Problem(str(spec), "fabrics", "a RoCE switch of the plan", repr(switch), str(exc))],
+            "no such switch",
+        ) from None
+    if fmt == "json":
+        doc = {
+            "switch": r.switch,
+            "ok": r.ok,
+            "checked": r.checked,
+            "not_checked": r.not_checked,
+            "deviations": [d.__dict__ for d in r.deviations],
+        }
+        text = json.dumps(doc, indent=2) + "\n"
+    else:
+        lines = [f"{r.switch}: {'as planned' if r.ok else f'{len(r.deviations)} deviation(s)'}"]
+        lines += [f"  {d.item}: expected {d.expected}; found {d.found}" for d in r.deviations]
+        lines += [f"  checked: {', '.join(r.checked) or 'nothing'}"]
+        lines += [f"  not checked: {', '.join(r.not_checked)}"] if r.not_checked else []
+        text = "\n".join(lines) + "\n"
+    emit(text, output)
+    raise typer.Exit(int(ExitCode.OK if r.ok else ExitCode.NOT_AS_DECLARED))

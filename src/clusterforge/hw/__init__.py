@@ -17,6 +17,7 @@ from . import (
     ibstatus,
     ibv_devinfo,
     lldp,
+    lldp_frame,
     lscpu,
     mlnx_qos,
     mlxconfig,
@@ -32,6 +33,7 @@ from . import (
     procfs,
     rdma_link,
     show_gids,
+    sonic_show,
     xid,
 )
 from .errors import ParseError
@@ -50,6 +52,7 @@ __all__ = [
     "ibstatus",
     "ibv_devinfo",
     "lldp",
+    "lldp_frame",
     "lscpu",
     "mlnx_qos",
     "mlxconfig",
@@ -65,5 +68,6 @@ __all__ = [
     "procfs",
     "rdma_link",
     "show_gids",
+    "sonic_show",
     "xid",
 ]

@@ -67,6 +67,24 @@ def parse_blocks(text: str, tool: str, *, partial: bool = False) -> tuple[Block,
     return tuple(blocks)
 
 
+def parse_fields(text: str, tool: str) -> dict[str, str]:
+    """Every dot-padded ``Key:......value`` line of an output, headers (``# ...``) skipped: what
+    `smpquery -D nodedesc|portinfo <path>` prints (a directed-route header has no LID to match on).
+    No field at all raises ParseError."""
+    require_text(tool, text)
+    out: dict[str, str] = {}
+    for raw in split_lines(text):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        f = _FIELD.match(line)
+        if f and ":." in line:
+            out[f.group(1)] = f.group(2).strip()
+    if not out:
+        raise ParseError(tool, "no 'Key:....value' field")
+    return out
+
+
 # --- smpquery nodeinfo ---------------------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from clusterforge.errors import InputError
 from clusterforge.plan.build import Plan
 from clusterforge.plan.cabling_media import Cable, GroupEnds, Leg, assign_group
+from clusterforge.plan.desired_fabric import nth_netdev
 from clusterforge.plan.site_layout import Loc, SiteLayout
 from clusterforge.spec.checks_cabling import BMC_SPEED_GBPS
 from clusterforge.spec.layout import rack_name
@@ -88,16 +89,6 @@ def node_rails(plan: Plan, node: str, sheet: CableSheet | None = None) -> list[R
     sheet = sheet or cable_sheet(plan)
     hcas = {r["index"]: r["hca"] for r in plan.node(node)["rails"]}
     return [r._replace(hca=hcas[r.rail]) for r in sheet.node_rails(node)]
-
-
-def nth_netdev(base: str, i: int) -> str:
-    """NIC i of a SKU's NIC group named by its first netdev: stor0 -> stor1, eth -> eth1 (i > 0)."""
-    if i == 0:
-        return base
-    digits = len(base) - len(base.rstrip("0123456789"))
-    if digits:
-        return f"{base[:-digits]}{int(base[-digits:]) + i}"
-    return f"{base}{i}"
 
 
 class _Builder:

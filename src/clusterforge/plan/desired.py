@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterforge.plan.desired_fabric import lldp_desired
+
 DESIRED_VERSION = "clusterforge-desired/2"
 
 # IPoIB datagram mode: the 4096-byte IB MTU less the 4-byte IPoIB encapsulation header (the netdev MTU).
@@ -220,4 +222,5 @@ def node_desired(
         "time": {"servers": [str(s) for s in tuning.get("time_servers", ())]},
         "rdma": rdma_desired(software),
         "rails": [rail_desired(r, tuning) for r in sorted(rails, key=lambda r: int(r["index"]))],
+        "lldp": lldp_desired(sku, rails),
     }

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from clusterforge.plan.desired import DESIRED_VERSION  # the version plan/desired.py writes
+from clusterforge.plan.desired_fabric import fabric_entry, rail_neighbours
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,9 @@ class NodeExpect:
     # the node's compiled desired state (plan/desired.py): what the roles apply, certified as it is
     desired_state: dict[str, Any] = field(default_factory=dict)
     bmc: dict[str, Any] = field(default_factory=dict)  # the plan's `bmc` (address, vendor); {} when none
+    # plan.json's own entries (shared, not copied): the node and its fabric, for the cabling expectations
+    plan_node: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    plan_fabric: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def roce(self) -> bool:
@@ -116,6 +120,16 @@ class NodeExpect:
     def rail_desired(self, index: int) -> dict[str, Any]:
         """The desired state of rail ``index`` (netdev and port MTU, QoS)."""
         return dict(next(r for r in self.desired["rails"] if int(r["index"]) == index))
+
+    @property
+    def rail_neighbours(self) -> list[dict[str, Any]]:
+        """Per rail, the switch and port its cable must reach (plan/desired_fabric.py); KeyError when
+        plan.json has no fabric entry for the node."""
+        if not self.plan_fabric:
+            raise KeyError(
+                f"plan.json has no fabric {self.fabric!r} for {self.name}: re-run `clusterforge plan`"
+            )
+        return rail_neighbours(self.plan_node, self.plan_fabric)
 
     def rail(self, index: int) -> Rail:
         return next(r for r in self.rails if r.index == index)
@@ -185,6 +199,8 @@ def node_expect(doc: dict[str, Any], node: dict[str, Any], knobs: dict[str, Any]
         knobs=dict(knobs or {}),
         desired_state=dict(node.get("desired") or {}),
         bmc=dict(node.get("bmc") or {}),
+        plan_node=node,
+        plan_fabric=fabric_entry(doc, node["fabric"]) or {},
     )
 
 

@@ -42,6 +42,7 @@ _TOOLS = (
     # rdma role: RDMA user space (perftest, infiniband-diags, ibverbs utilities), mlnx-tools, MFT
     Tool("ib_write_bw", "perftest", "rdma", "rdma_packages"),
     Tool("ibstat", "infiniband-diags", "rdma", "rdma_packages"),
+    Tool("smpquery", "infiniband-diags", "rdma", "rdma_packages"),
     Tool("ibv_devinfo", "ibverbs-utils", "rdma", "rdma_packages"),
     Tool("mlnx_qos", "mlnx-tools", "rdma", "roce_qos"),
     Tool("mlxconfig", "mft", "rdma", "mlxconfig"),
@@ -50,6 +51,8 @@ _TOOLS = (
     Tool("nvidia-smi", "nvidia driver utilities", "nvidia_gpu", "gpu_driver"),
     Tool("dcgmi", "datacenter-gpu-manager", "nvidia_gpu", "dcgm"),
     Tool("nv-hostengine", "datacenter-gpu-manager (service nvidia-dcgm)", "nvidia_gpu", "dcgm", daemon=True),
+    # lldpd role: the LLDP agent the per-node cabling check reads
+    Tool("lldpcli", "lldpd", "lldpd", "lldpd"),
     # os_tuning role
     Tool("chronyc", "chrony", "os_tuning", "timesync"),
     Tool("tuned-adm", "tuned", "os_tuning", "tuned"),

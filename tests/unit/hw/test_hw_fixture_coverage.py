@@ -24,6 +24,7 @@ from clusterforge.hw import (
     ibstatus,
     ibv_devinfo,
     lldp,
+    lldp_frame,
     lscpu,
     mlnx_qos,
     mlxconfig,
@@ -38,6 +39,7 @@ from clusterforge.hw import (
     procfs,
     rdma_link,
     show_gids,
+    sonic_show,
     xid,
 )
 from tests.conftest import REAL
@@ -99,6 +101,12 @@ PARSERS: dict[str, Parser] = {
     "rdma-link": rdma_link.parse,
     "show_gids": show_gids.parse,
     "xid": xid.parse,
+    "sonic-ecnconfig-l": lambda text: sonic_show.parse_profiles(text, "ecnconfig -l"),
+    "sonic-mmuconfig-l": sonic_show.parse_profiles,
+    "sonic-show-interfaces-status": sonic_show.parse_interfaces_status,
+    "sonic-show-pfc-counters": sonic_show.parse_pfc_counters,
+    "sonic-show-queue-counters": sonic_show.parse_queue_counters,
+    "tcpdump-xx-lldp": lldp_frame.parse_tcpdump,
 }
 
 #: Captured outputs in tests/fixtures/real/ that no parser reads yet, by the feature (issue) that will:
@@ -120,11 +128,6 @@ PENDING: dict[str, str] = {
     "nvidia-smi-q-d-temperature": "#21 passive health: temperatures",
     "nvidia-smi-query-remapped-rows": "#21 passive health: row remaps",
     "nvme-list": "#22 storage: scratch devices",
-    "sonic-ecnconfig-l": "#19 switch read-back",
-    "sonic-mmuconfig-l": "#19 switch read-back",
-    "sonic-show-interfaces-status": "#19 switch read-back",
-    "sonic-show-pfc-counters": "#19 switch read-back",
-    "sonic-show-queue-counters": "#19 switch read-back",
 }
 
 #: Output formats a parser reads that no public source has a real capture of yet: tested only on outputs

@@ -1,0 +1,83 @@
+"""Rail cabling against the plan: each rail's neighbour is the leaf and port that `cables.csv` cables it to
+(plan.json `rails[].leaf/leaf_port` named as the sheet names them: plan/desired_fabric.rail_neighbours).
+
+RoCE: the neighbour the node's lldpd heard (`lldpcli -f json0 show neighbors`; the lldpd role configures
+it). InfiniBand (no LLDP): the far end of the rail's port over a directed route, `smpquery -D nodedesc 0,1`
+(the switch's node description) and `smpquery -D portinfo 0,1` (LocalPort: the switch port the SMP entered
+by, i.e. where the node's cable lands). Two crossed rails are named by both ends of both cables; a rail
+that hears nothing fails naming it; lldpd or smpquery missing / not running is an error, never a verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from clusterforge.certify.checks import CheckError, CheckFailed, Probe, prefetches
+from clusterforge.fabric.node_cabling import Seen, ib_seen, judge, lldp_seen
+from clusterforge.hw import ibmad, lldp
+from clusterforge.plan.expect import NodeExpect
+from clusterforge.remote.commands import argv
+
+pytestmark = pytest.mark.quick
+
+LLDP_SHOW = argv("lldpcli", "-f", "json0", "show", "neighbors")
+LLDPD_STATE = argv("systemctl", "is-active", "lldpd")
+
+
+def smp_cmds(hca: str, port: int) -> tuple[str, str]:
+    base = ("smpquery", "-C", hca, "-P", str(port), "-D")
+    return argv(*base, "nodedesc", "0,1"), argv(*base, "portinfo", "0,1")
+
+
+@prefetches
+def commands(node: NodeExpect) -> list[str]:
+    if node.roce:
+        return [LLDPD_STATE, LLDP_SHOW]
+    return [c for r in node.rails for c in smp_cmds(r.hca, r.port)]
+
+
+def _expected(node: NodeExpect) -> list[dict[str, Any]]:
+    try:
+        return node.rail_neighbours
+    except (KeyError, ValueError) as exc:
+        raise CheckError(f"no cabling expectation for {node.name}: {exc}") from None
+
+
+def _lldp(node: NodeExpect, probe: Probe) -> dict[str, list[Seen]]:
+    state = probe.run(LLDPD_STATE, ok=(0, 3, 4)).strip()
+    if state != "active":
+        raise CheckError(
+            f"lldpd is {state or 'unknown'} on {node.name}: cannot read LLDP neighbours "
+            "(install and start it: role lldpd, tag lldpd)"
+        )
+    return lldp_seen(probe.parse(LLDP_SHOW, lldp.parse))
+
+
+def _ib(node: NodeExpect, probe: Probe, hca: str, port: int) -> dict[str, list[Seen]]:
+    desc_cmd, info_cmd = smp_cmds(hca, port)
+    desc = probe.parse(desc_cmd, lambda t: ibmad.parse_fields(t, "smpquery"))
+    info = probe.parse(info_cmd, lambda t: ibmad.parse_fields(t, "smpquery"))
+    local = info.get("LocalPort", "")
+    return ib_seen(hca, desc.get("Node Description", ""), int(local) if local.isdigit() else None)
+
+
+def test_rail_neighbour(node: NodeExpect, probe: Probe, rail: int) -> None:
+    """The rail reaches the planned leaf and port (LLDP on RoCE, the far end's SMP reads on InfiniBand)."""
+    expected = _expected(node)
+    mine = next((w for w in expected if int(w["rail"]) == rail), None)
+    if mine is None:
+        raise CheckError(f"plan.json has no leaf for rail {rail} of {node.name}")
+    ib = not node.roce
+    if ib:
+        seen: dict[str, list[Seen]] = {}
+        for w in expected:  # every rail: a crossed pair is only told from a one-way move with both ends
+            r = node.rail(int(w["rail"]))
+            seen |= _ib(node, probe, r.hca, r.port)
+    else:
+        seen = _lldp(node, probe)
+    probe.note("seen", {k: [s.show() for s in v] for k, v in seen.items()})
+    verdict = next(v for v in judge(node.name, expected, seen, ib) if v.rail == rail)
+    if verdict.verdict != "pass":
+        raise CheckFailed(f"rail {rail} cabling", verdict.expected, verdict.found, verdict.message)
