@@ -22,6 +22,7 @@ from clusterforge.lab import (
     hostsys,
     image,
     labplan,
+    lldp_emulator,
     names,
     net,
     node,
@@ -130,6 +131,8 @@ class Lab:
         self.repo.start()
         self.proxy.start(image.debian_mirror(), image.security_mirror())
         self._bmcs_up()
+        # the leaf switches' LLDP (RoCE rails): what each node's lldpd hears, from the lab's real wiring
+        lldp_emulator.start(self.plan.raw, self.root)
 
     def _bmcs_up(self) -> None:
         """The lab BMCs (clusterforge.lab.bmc): started for the plan's nodes with a `bmc`; none when the plan
@@ -150,6 +153,7 @@ class Lab:
     def infra_down(self) -> None:
         """Stop the BMCs, the controller and the repository server; remove bridges when no node is left."""
         bmc.stop_bmcs(self.root)
+        lldp_emulator.stop(self.root)
         self.slurm.stop()
         self.repo.stop()
         self.proxy.stop()
@@ -362,6 +366,7 @@ class Lab:
                 "bridge": net.link_exists(config.MGMT_BRIDGE),
                 **self.slurm.running(),
                 "apt_repo": self.repo.pid(),
+                "lldp_emulator": lldp_emulator.running(self.root),
                 "apt_repo_url": self.repo.url,
                 "apt_proxy": self.proxy.pid(),
                 "apt_proxy_url": self.proxy.url,

@@ -21,15 +21,17 @@ import argparse
 import contextlib
 import hashlib
 import json
+import os
 import signal
 import socket
 import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from clusterforge.hw.lldp_frame import frame, lldpdu
-from clusterforge.lab import net
+from clusterforge.lab import net, procs
 from clusterforge.lab.labplan import LabPlan, load
 from clusterforge.plan.desired_fabric import fabric_entry, rail_neighbours
 
@@ -130,10 +132,12 @@ class Emulator:
         now = announcements(self.plan, masters, self.swaps)
         for a in now:
             old = self.sent.get(a.host_link)
-            if old is not None and old.switch and (old.switch, old.port) != (a.switch, a.port):
-                send(a.host_link, frame(host_mac(old), old.pdu(ttl=0)))
-            if a.switch:
-                send(a.host_link, frame(host_mac(a), a.pdu()))
+            # a node going down takes its link with it between the listing and the send: skip it this round
+            with contextlib.suppress(OSError):
+                if old is not None and old.switch and (old.switch, old.port) != (a.switch, a.port):
+                    send(a.host_link, frame(host_mac(old), old.pdu(ttl=0)))
+                if a.switch:
+                    send(a.host_link, frame(host_mac(a), a.pdu()))
             self.sent[a.host_link] = a
         return now
 
@@ -151,6 +155,60 @@ class Emulator:
                 time.sleep(interval)
         finally:
             self.stop()
+
+
+# --- the lab's supervised process -------------------------------------------------------------------------
+
+
+def _folder(state_dir: Path) -> Path:
+    return Path(state_dir).resolve() / "lldp"
+
+
+def running(state_dir: Path) -> int | None:
+    """The emulator's pid when it runs (its command line names this module)."""
+    pid = procs.live_pid(_folder(state_dir) / "emulator.pid")
+    if pid is None:
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return pid if __name__.encode() in cmdline or b"clusterforge.lab.lldp_emulator" in cmdline else None
+
+
+def start(plan_doc: Mapping[str, object], state_dir: Path) -> int | None:
+    """Start (or keep, when it runs for the same plan) the lab's LLDP speaker; none when the plan has no
+    RoCE fabric (a running one is stopped). Returns its pid."""
+    folder = _folder(state_dir)
+    if not any(f.get("type") == "roce" for f in _fabrics(plan_doc)):
+        stop(state_dir)
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    plan_file, text = folder / "plan.json", json.dumps(plan_doc, sort_keys=True)
+    pid = running(state_dir)
+    if pid is not None and plan_file.exists() and plan_file.read_text() == text:
+        return pid
+    procs.stop_pid(pid)
+    plan_file.write_text(text)
+    return procs.spawn_daemon(
+        [sys.executable, "-m", "clusterforge.lab.lldp_emulator", str(plan_file)],
+        folder / "emulator.pid",
+        folder / "emulator.log",
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def stop(state_dir: Path) -> None:
+    """SIGTERM: the emulator withdraws every neighbour (TTL 0) before it exits."""
+    procs.stop_pid(running(state_dir))
+    (_folder(state_dir) / "emulator.pid").unlink(missing_ok=True)
+
+
+def _fabrics(plan_doc: Mapping[str, object]) -> list[Mapping[str, object]]:
+    fabrics = plan_doc.get("fabrics")
+    if isinstance(fabrics, Mapping):
+        fabrics = list(fabrics.values())
+    return [f for f in fabrics or [] if isinstance(f, Mapping)] if isinstance(fabrics, list) else []
 
 
 def _pair(text: str) -> tuple[tuple[str, int], tuple[str, int]]:
