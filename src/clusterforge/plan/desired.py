@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterforge.plan.desired_monitoring import monitoring_desired
+
 DESIRED_VERSION = "clusterforge-desired/2"
 
 # IPoIB datagram mode: the 4096-byte IB MTU less the 4-byte IPoIB encapsulation header (the netdev MTU).
@@ -219,4 +221,5 @@ def node_desired(
         "pcie": {"acs_disable": bool(tuning["acs_disable"])},
         "rdma": rdma_desired(software),
         "rails": [rail_desired(r, tuning) for r in sorted(rails, key=lambda r: int(r["index"]))],
+        "monitoring": monitoring_desired(sku, rails),
     }
