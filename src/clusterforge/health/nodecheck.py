@@ -429,7 +429,7 @@ def run(cfg: dict[str, Any], env: Env, node: str, pool: str) -> tuple[int, str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="clusterforge-healthcheck", description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default=CONFIG)
-    ap.add_argument("--pool", choices=("slurm", "none"), default="none", help="slurm: drain through scontrol")
+    ap.add_argument("--pool", choices=("slurm", "none"), help="slurm: drain with scontrol (default: config)")
     ap.add_argument("--node", default=socket.gethostname().split(".")[0])
     args = ap.parse_args(argv)
     try:
@@ -437,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg = json.load(f)
         with open(cfg["policy"]) as f:
             cfg.update(json.load(f))  # the registry's checks and Xid classes
-        rc, line = run(cfg, Env(), args.node, args.pool)
+        rc, line = run(cfg, Env(), args.node, args.pool or str(cfg.get("pool") or "none"))
     except (OSError, ValueError, KeyError) as exc:
         print(f"clusterforge-healthcheck: cannot run: {exc}", file=sys.stderr)
         return 2

@@ -82,7 +82,7 @@ def monitoring_desired(sku: dict[str, Any], rails: list[dict[str, Any]]) -> dict
             "version": DCGM_EXPORTER_VERSION,
             "service": DCGM_EXPORTER_SERVICE,
             "counters_file": DCGM_EXPORTER_COUNTERS,
-            "fields": [f for f, _, _ in DCGM_FIELDS],
+            "counters": [{"field": f, "type": t, "help": h} for f, t, h in DCGM_FIELDS],
         },
         "health": {
             "path": HEALTH_PATH,
