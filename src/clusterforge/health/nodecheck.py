@@ -431,12 +431,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", default=CONFIG)
     ap.add_argument("--pool", choices=("slurm", "none"), help="slurm: drain with scontrol (default: config)")
     ap.add_argument("--node", default=socket.gethostname().split(".")[0])
+    ap.add_argument("--state-dir", help="keep the state elsewhere and write no metrics (a benchmark's runs)")
     args = ap.parse_args(argv)
     try:
         with open(args.config) as f:
             cfg = json.load(f)
         with open(cfg["policy"]) as f:
             cfg.update(json.load(f))  # the registry's checks and Xid classes
+        if args.state_dir:
+            cfg.update(state_dir=args.state_dir, textfile="")
         rc, line = run(cfg, Env(), args.node, args.pool or str(cfg.get("pool") or "none"))
     except (OSError, ValueError, KeyError) as exc:
         print(f"clusterforge-healthcheck: cannot run: {exc}", file=sys.stderr)
