@@ -48,6 +48,7 @@ UNFORMATTED = {
     "inventory from-stack",
     "checks list",
     "checks docs",
+    "checks node-policy",
     "collections install",
     "lab up",
     "lab down",
