@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CONFIG = "/etc/clusterforge/healthcheck.json"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ACTIONS = ("ignore", "alert", "drain", "reset_gpu", "reboot", "service")
 DRAINS = ACTIONS.index("drain")
 MAX_REASON = 200
@@ -433,6 +434,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--node", default=socket.gethostname().split(".")[0])
     ap.add_argument("--state-dir", help="keep the state elsewhere and write no metrics (a benchmark's runs)")
     args = ap.parse_args(argv)
+    # slurmd starts HealthCheckProgram with a bare environment: scontrol, dmesg, systemctl by their usual dirs
+    os.environ["PATH"] = ":".join(
+        dict.fromkeys([*filter(None, os.environ.get("PATH", "").split(":")), *SYSTEM_PATH.split(":")])
+    )
     try:
         with open(args.config) as f:
             cfg = json.load(f)

@@ -80,3 +80,27 @@ def test_xid_codes_map_to_their_registry_checks() -> None:
 def test_reason_is_safe_and_bounded() -> None:
     text = nodecheck.sanitize("clusterforge: x='1'\n" + "y" * 400)
     assert len(text) == 200 and "'" not in text and "\n" not in text and "=" not in text
+
+
+def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(node_policy()))
+    cfg = {
+        "gpu_count": 8,
+        "rails": [],
+        "fabric_manager": False,
+        "dcgm_exporter_url": "http://127.0.0.1:1/metrics",  # nothing listens: an error, not a fault
+        "state_dir": str(tmp_path / "state"),
+        "textfile": "",
+        "policy": str(policy),
+        "pool": "slurm",
+    }
+    conf = tmp_path / "health.json"
+    conf.write_text(json.dumps(cfg))
+    assert nodecheck.main(["--config", str(conf), "--node", "n1", "--state-dir", str(tmp_path / "s2")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("n1: healthy (could not check: ") and "passive.gpu_lost" in out
+    assert (tmp_path / "s2" / "state.json").is_file() and not (tmp_path / "state").exists()
+    assert nodecheck.main(["--config", str(tmp_path / "missing.json")]) == 2
