@@ -50,6 +50,7 @@ UNFORMATTED = {
     "checks list",
     "checks docs",
     "fabric sm-config",
+    "checks node-policy",
     "collections install",
     "lab up",
     "lab down",

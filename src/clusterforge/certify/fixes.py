@@ -53,6 +53,8 @@ FIXES: dict[str, Fix] = {
     "nccl": Fix("nccl", "nccl"),
     # benchmarks (nccl-tests, nvbandwidth)
     "benchmarks": Fix("benchmarks", "benchmarks"),
+    # exporters and the passive health check
+    "monitoring": Fix("monitoring", "monitoring"),
     # hardware: nothing to re-apply
     "gpu_hw": Fix(
         action="drain the node, reset the GPU (`nvidia-smi -r`) or reboot; RMA the GPU if it recurs"

@@ -201,6 +201,12 @@ VALIDATORS: tuple[Check, ...] = (
     _v("software.dcgm", "DCGM version as declared"),
     _v("software.rdma", "RDMA stack (OFED/DOCA) version as declared"),
     _v("benchmarks.tool", "benchmark tools (nccl-tests, nvbandwidth) installed at the pinned version"),
+    _v(
+        "monitoring.exporter",
+        "node-exporter (textfile collector on) and dcgm-exporter answer and expose the plan's series",
+        severity="minor",
+    ),
+    _v("monitoring.health_check", "the passive health check is installed and runs", severity="minor"),
     _v("gpu.acs", "PCIe ACS disabled on the bridges between GPUs and NICs (GPUDirect RDMA peer traffic)"),
     _v("software.nic_firmware", "NIC firmware version as declared"),
     _v("software.vbios", "GPU VBIOS version as declared", action="service", fix=_HW),

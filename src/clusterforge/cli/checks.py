@@ -1,4 +1,4 @@
-"""`clusterforge checks list|docs`: the check registry."""
+"""`clusterforge checks list|docs|node-policy`: the check registry."""
 
 from __future__ import annotations
 
@@ -40,5 +40,29 @@ def docs(
         same = output.is_file() and output.read_text() == text
         if not same:
             typer.echo(f"{output} is out of date: run `clusterforge checks docs --output {output}`", err=True)
+        raise typer.Exit(0 if same else 3)
+    output.write_text(text)
+
+
+@app.command("node-policy")
+def node_policy(
+    output: Annotated[Path | None, typer.Option(help="write here (default: print)")] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="exit 3 when OUTPUT differs from the registry (CI)")
+    ] = False,
+) -> None:
+    """Render the node-side health check's policy (the monitoring role's files/health-policy.json)."""
+    from clusterforge.checks.node_policy import render
+
+    text = render()
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    if check:
+        same = output.is_file() and output.read_text() == text
+        if not same:
+            typer.echo(
+                f"{output} is out of date: run `clusterforge checks node-policy --output {output}`", err=True
+            )
         raise typer.Exit(0 if same else 3)
     output.write_text(text)

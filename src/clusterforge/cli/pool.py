@@ -137,8 +137,12 @@ def admit(
     db: DbOpt = None,
 ) -> None:
     """Apply the admission policy to NODEs: admit with valid passing certificates, else drain (or hold)."""
+    import dataclasses
+
+    from clusterforge.checks import drain as registry_drain
     from clusterforge.pool.admission import apply, decide, history_from_store
     from clusterforge.records import Store, signing
+    from clusterforge.records._util import utcnow
 
     doc, nodes = _cluster(args, plan, spec)
     if not nodes:
@@ -158,6 +162,9 @@ def admit(
                 decision = decide(
                     node, doc, store.certificates(node), history_from_store(store, node), trusted=trusted
                 )
+                if decision.action == "drain" and decision.failed:  # the registry names check and action
+                    why = registry_drain.drain_reason(node, decision.failed, utcnow())
+                    decision = dataclasses.replace(decision, reason=why)
                 outcome = apply(decision, pm, store=store, force=force)
                 not_admitted += outcome != "admitted"
                 typer.echo(f"{node}: {outcome}" + ("" if outcome == "admitted" else f" ({decision.reason})"))

@@ -119,8 +119,9 @@ def certify_flow(
     ok = all(r.verdict == "pass" for r in results.values())
     rec.finish("passed" if ok else "failed", json.dumps(summary(results)))
     actions: dict[str, str] = {}
+    issued: dict[str, dict[str, Any] | None] = {}
     for name, res in results.items():
-        rec.issue(res, expects[name], tier)
+        issued[name] = rec.issue(res, expects[name], tier)
         if pool is None:
             continue
         if admit:
@@ -129,8 +130,29 @@ def certify_flow(
             actions[name] = "resumed" if pool.resume(name) else "-"
         else:
             actions[name] = admission.admit_or_drain(doc, res, pool, rec.store, rec.run_id)
+    _cache_for_health_check(console, doc, inventory, issued)
     _report(console, doc, tier, rec, results, actions, started, outputs)
     return int(ExitCode.OK if ok else ExitCode.NOT_AS_DECLARED)
+
+
+def _cache_for_health_check(
+    console: Console, doc: dict[str, Any], inventory: Path, issued: dict[str, dict[str, Any] | None]
+) -> None:
+    """Leave each node with a passing certificate its expiry for the passive health check (health_cache)."""
+    from clusterforge.flows import health_cache
+    from clusterforge.remote.ssh import ssh_setup
+
+    nodes = [n for n, c in issued.items() if c and c.get("verdict") == "pass"]
+    if not nodes:
+        return
+    ssh = ssh_setup(doc, inventory, nodes)
+    try:
+        done = health_cache.push(doc, issued, health_cache.ssh_runner(ssh.config))
+    finally:
+        ssh.close()
+    missed = {n: why for n, why in done.items() if why != "cached"}
+    for n, why in sorted(missed.items()):
+        console.print(f"[yellow]health check cache[/]: {safe(n)}: {safe(why)}", highlight=False)
 
 
 def _report(

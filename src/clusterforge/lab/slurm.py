@@ -16,6 +16,7 @@ from pathlib import Path
 
 from clusterforge.lab import config, procs
 from clusterforge.lab.labplan import LabPlan
+from clusterforge.plan.slurm_files import healthcheck_conf_lines
 
 log = logging.getLogger(__name__)
 SLURM_UID = 64030  # Debian's fixed uid for `slurm`, the same in the node image
@@ -58,6 +59,8 @@ def render_slurm_conf(plan: LabPlan, state: Path, controller: str, cpus: int, gr
         "KillWait=5",
         "MinJobAge=60",
     ]
+    # the node-side passive health check (installed by the monitoring role) as slurmd's HealthCheckProgram
+    lines += healthcheck_conf_lines(plan.raw) if plan.raw.get("nodes") else []
     if gres_gpus:
         lines.append("GresTypes=gpu")
     for n in plan.nodes:

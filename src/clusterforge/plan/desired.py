@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from clusterforge.plan.desired_fabric import lldp_desired
+from clusterforge.plan.desired_monitoring import monitoring_desired
 
-DESIRED_VERSION = "clusterforge-desired/2"
+DESIRED_VERSION = "clusterforge-desired/3"
 
 # IPoIB datagram mode: the 4096-byte IB MTU less the 4-byte IPoIB encapsulation header (the netdev MTU).
 IPOIB_MTU = 4092
@@ -223,4 +224,5 @@ def node_desired(
         "rdma": rdma_desired(software),
         "rails": [rail_desired(r, tuning) for r in sorted(rails, key=lambda r: int(r["index"]))],
         "lldp": lldp_desired(sku, rails),
+        "monitoring": monitoring_desired(sku, rails),
     }

@@ -7,6 +7,7 @@ from typing import Any
 from clusterforge.plan import bios_vars
 from clusterforge.plan.build import Plan
 from clusterforge.plan.overrides import InventoryOverrides
+from clusterforge.plan.slurm_files import render_gres_conf, render_topology_conf
 
 CUDA_APT_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/x86_64/"
 
@@ -93,11 +94,19 @@ def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[st
         "nccl_cuda_version": sw["cuda"],
         **benchmarks_vars(sw),
         **repository_vars(sw.get("repositories") or {}),
+        **slurm_vars(d),
     }
     overrides = overrides or InventoryOverrides()
     out.update(overrides.all_vars)
     out.update(bios_vars.all_vars(d, overrides.bios_ca_path))
     return out
+
+
+def slurm_vars(d: dict[str, Any]) -> dict[str, Any]:
+    """gres.conf and topology.conf for the slurm_node role, rendered from the plan (plan/slurm_files.py)."""
+    if d.get("pool_manager") != "slurm":
+        return {}
+    return {"slurm_node_gres_conf": render_gres_conf(d), "slurm_node_topology_conf": render_topology_conf(d)}
 
 
 BENCHMARK_TOOLS = ("nccl_tests", "nvbandwidth")

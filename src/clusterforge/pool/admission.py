@@ -46,6 +46,7 @@ class Decision:
     reason: str
     certificates: tuple[Mapping[str, Any], ...] = ()  # for admit: the certificate of each required tier
     details: tuple[str, ...] = field(default_factory=tuple)
+    failed: tuple[str, ...] = ()  # for a drain on failed checks: their ids (a layer above names the action)
 
 
 def _plan_node(plan_doc: Mapping[str, Any], node: str) -> Mapping[str, Any] | None:
@@ -147,12 +148,14 @@ def decide(
             admitting.append(cert)
     if problems:
         failed = [p for p in problems if ": failed " in p]
+        failed_ids: tuple[str, ...] = ()
         if len(problems) == 1 and failed:
             tier, ids = failed[0].split(": failed ", 1)
-            reason = reason_for_checks(ids.split(","))
+            failed_ids = tuple(ids.split(","))
+            reason = reason_for_checks(failed_ids)
         else:
             reason = sanitize_reason("clusterforge: " + "; ".join(problems))
-        return Decision(node, "drain", reason, details=tuple(problems))
+        return Decision(node, "drain", reason, details=tuple(problems), failed=failed_ids)
     return Decision(node, "admit", "certified " + ",".join(tiers), certificates=tuple(admitting))
 
 

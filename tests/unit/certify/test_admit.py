@@ -36,12 +36,15 @@ def test_pass_admits_and_fail_drains(
     bad = node_result("roce-02", {"gpu.count": "pass", "rdma.roce_qos[rail2]": "fail", "gpu.xid": "fail"})
     rec = run(lab_doc, lab_nodes["roce-02"], bad)
     out = admit.admit_or_drain(lab_doc, bad, pool, store, rec.run_id)
-    assert out == "drained: clusterforge: failed gpu.xid,rdma.roce_qos[rail2]"
+    # the registry's decision names the check and its action chain; the other failure is counted after it
+    assert (
+        out == "drained: clusterforge: gpu.xid: drain then reset_gpu/service (+1 more: rdma.roce_qos[rail2])"
+    )
     states = pool.status(["roce-01", "roce-02"])
     assert states["roce-01"].state == "idle"
     assert (states["roce-02"].state, states["roce-02"].reason) == (
         "drained",
-        "clusterforge: failed gpu.xid,rdma.roce_qos[rail2]",
+        "clusterforge: gpu.xid: drain then reset_gpu/service (+1 more: rdma.roce_qos[rail2])",
     )
     assert [e.action for e in store.pool_events("roce-02")] == ["drain"]
 
@@ -75,7 +78,7 @@ def test_failed_full_run_drains_despite_a_passing_quick_certificate(
     slow = node_result("roce-01", {"gpu.count": "pass", "performance.ib_write_bw[rail3]": "fail"})
     rec = run(lab_doc, lab_nodes["roce-01"], slow, tier="full")
     out = admit.admit_or_drain(lab_doc, slow, pool, store, rec.run_id)
-    assert out == "drained: clusterforge: failed performance.ib_write_bw[rail3]"
+    assert out == "drained: clusterforge: performance.ib_write_bw rail3: drain then service +cable ticket"
     assert pool.status(["roce-01"])["roce-01"].state == "drained"
 
 

@@ -36,7 +36,7 @@ def test_drain_reason_names_the_missing_tool() -> None:
     res.checks.append(CheckResult("ib-01", "gpu.xid", "fail", message="x"))
     assert admit.drain_reason(res) == REASON + " (+1 failed checks)"
     failed = node_result("ib-01", {"gpu.count": "pass", "performance.nvbandwidth[case=d2d]": "fail"})
-    assert admit.drain_reason(failed) == "clusterforge: failed performance.nvbandwidth[case:d2d]"
+    assert admit.drain_reason(failed) == "clusterforge: performance.nvbandwidth case:d2d: drain"
 
 
 def test_admission_drains_with_the_missing_tool(

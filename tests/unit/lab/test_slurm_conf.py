@@ -48,3 +48,13 @@ def test_partitions_per_pool_first_default() -> None:
 def test_optional_gres() -> None:
     conf = _conf(gres_gpus=8)
     assert "GresTypes=gpu\n" in conf and "Gres=gpu:8" in conf
+
+
+def test_health_check_program_from_the_plan() -> None:
+    from tests.conftest import example_plan
+
+    plan = labplan.parse(example_plan("lab").doc)
+    conf = render_slurm_conf(plan, Path("/var/lib/clusterforge/lab/lab"), "vm", cpus=2)
+    assert "HealthCheckProgram=/usr/local/sbin/clusterforge-healthcheck\n" in conf
+    assert "HealthCheckInterval=300\nHealthCheckNodeState=ANY,CYCLE\n" in conf
+    assert "HealthCheckProgram" not in _conf()  # a synthetic plan without desired states: none

@@ -154,11 +154,19 @@ def node_series() -> set[str]:
     return names | {ethtool_metric(s) for s in stats}
 
 
+def health_series() -> set[str]:
+    """The series the node-side health check writes (its textfile, as it renders it)."""
+    from clusterforge.health import nodecheck
+
+    text = nodecheck.metrics("n1", {"checks": {"passive.xid.79": {}}}, nodecheck.Result(), [], 0.01, 0.0)
+    return set(re.findall(r"^(clusterforge_[a-z_]+)\{", text, re.M))
+
+
 @pytest.fixture
 def known(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> set[str]:
     monkeypatch.setenv("CLUSTERFORGE_DB", str(tmp_path / "records.db"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    return clusterforge_series(tmp_path) | dcgm_series() | node_series()
+    return clusterforge_series(tmp_path) | dcgm_series() | node_series() | health_series()
 
 
 def test_known_series_sources_are_real() -> None:

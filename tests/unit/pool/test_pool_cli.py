@@ -44,7 +44,7 @@ def run(args: list[str]) -> Any:
     return CliRunner().invoke(app, args)
 
 
-def certify(db: Path, plan: dict[str, Any], node: str, verdict: str) -> None:
+def certify(db: Path, plan: dict[str, Any], node: str, verdict: str, check: str = "gpu.ecc") -> None:
     digest = next(n for n in plan["nodes"] if n["name"] == node)["expectation_digest"]
     status = "pass" if verdict == "pass" else "fail"
     with Store(db) as store:
@@ -56,7 +56,7 @@ def certify(db: Path, plan: dict[str, Any], node: str, verdict: str) -> None:
             plan_hash=plan["plan_hash"],
             tier="quick",
             run_id=rid,
-            checks=[{"id": "gpu.ecc", "status": status, "expected": 0, "found": 0, "evidence": {}}],
+            checks=[{"id": check, "status": status, "expected": 0, "found": 0, "evidence": {}}],
         )
         store.record_certificate(cert)
         store.add_node_result(rid, node, verdict, expectation_digest=digest)
@@ -171,3 +171,10 @@ def test_manager_for_the_plan(
     assert isinstance(manager_for(plan_doc, "kubernetes"), KubernetesPool)
     fp = manager_for(plan_doc, "file", tmp_path / "p.json")
     assert isinstance(fp, FilePool) and fp.path == tmp_path / "p.json"
+
+
+def test_admit_drains_with_the_registrys_check_and_action(env: dict[str, Any]) -> None:
+    certify(env["db"], env["plan"], "ib-01", "fail", check="gpu.remapped_rows")
+    res = run(["admit", env["spec"], "ib-01", *env["opts"], "--db", str(env["db"])])
+    assert res.exit_code == 3
+    assert "ib-01: drained (clusterforge: gpu.remapped_rows: drain then reset_gpu/service)" in res.output

@@ -31,7 +31,7 @@ def test_lldpd_follows_a_changed_desired_state() -> None:
     out = render(
         "lldpd",
         templates={"conf": "templates/clusterforge.conf.j2"},
-        variables={"clusterforge_desired": {"version": "clusterforge-desired/2", "lldp": {
+        variables={"clusterforge_desired": {"version": "clusterforge-desired/3", "lldp": {
             "enabled": True, "interfaces": ["r0", "stor0"], "port_id_subtype": "macaddress",
             "tx_interval_s": 10, "tx_hold": 3}}},
     )["conf"]  # fmt: skip
@@ -55,6 +55,6 @@ def test_lldpd_conf_refuses_odd_values(lldp: dict) -> None:
         "tx_interval_s": 30,
         "tx_hold": 4,
     }
-    desired = {"version": "clusterforge-desired/2", "lldp": {**base, **lldp}}
+    desired = {"version": "clusterforge-desired/3", "lldp": {**base, **lldp}}
     err = render_fails("lldpd", "templates/clusterforge.conf.j2", {"clusterforge_desired": desired})
     assert "is not a valid" in err

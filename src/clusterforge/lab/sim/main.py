@@ -17,6 +17,7 @@ def _tools() -> dict[str, Callable[[list[str]], int]]:
         daemons,
         dcb,
         dcgm,
+        dcgm_exporter,
         faults,
         grub,
         ibtools,
@@ -31,6 +32,7 @@ def _tools() -> dict[str, Callable[[list[str]], int]]:
     t: dict[str, Callable[[list[str]], int]] = {
         "nvidia-smi": nvidia_smi.main,
         "dcgmi": dcgm.main,
+        "dcgm-exporter": dcgm_exporter.main,
         "nvbandwidth": bench.nvbandwidth,
         "mlnx_qos": mlnx.mlnx_qos,
         "dcb": dcb.main,

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths, units
+from . import paths, repo_exporter, units
 
 DRIVERS = [("550", "550.163.01", "12.4"), ("570", "570.133.20", "12.8"), ("570", "570.148.08", "12.8")]
 DCGM_VERSIONS = ["4.2.3", "4.4.1"]
@@ -189,6 +189,7 @@ def packages() -> list[Deb]:
             )
         )
     debs += doca_packages()
+    debs += repo_exporter.packages()
     for v in NCCL_TESTS_VERSIONS:
         debs.append(
             Deb(
