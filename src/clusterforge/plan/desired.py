@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterforge.plan.desired_storage import storage_desired
+
 DESIRED_VERSION = "clusterforge-desired/2"
 
 # IPoIB datagram mode: the 4096-byte IB MTU less the 4-byte IPoIB encapsulation header (the netdev MTU).
@@ -191,10 +193,11 @@ def node_desired(
     tuning: dict[str, Any],
     rails: list[dict[str, Any]],
     software: dict[str, Any] | None = None,
+    storage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The desired state of a node of ``sku`` (the plan's SKU entry) with ``rails`` (its plan rails, or the
     SKU's rails: only index, netdev, hca, port and link_layer are read) under the cluster's ``tuning`` and
-    ``software`` pins (only ``software.rdma`` is read)."""
+    ``software`` pins (only ``software.rdma`` is read); ``storage``: desired_storage.storage_input."""
     vendor = cpu_vendor(sku)
     hp = hugepages(tuning, numa_nodes(sku))
     return {
@@ -219,4 +222,5 @@ def node_desired(
         "pcie": {"acs_disable": bool(tuning["acs_disable"])},
         "rdma": rdma_desired(software),
         "rails": [rail_desired(r, tuning) for r in sorted(rails, key=lambda r: int(r["index"]))],
+        "storage": storage_desired(sku, storage),
     }
