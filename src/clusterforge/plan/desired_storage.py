@@ -129,7 +129,9 @@ def _mount(
     }
 
 
-def _lnet(shared: list[dict[str, Any]], nics: dict[str, Any] | None, sku: dict[str, Any]) -> dict[str, Any] | None:
+def _lnet(
+    shared: list[dict[str, Any]], nics: dict[str, Any] | None, sku: dict[str, Any]
+) -> dict[str, Any] | None:
     """LNet networks of the node's Lustre mounts: o2ib0 (rdma) / tcp0 on the NICs that carry them; the
     ``networks=`` option of the lnet module and the same as lnetctl's import YAML (lnet.conf)."""
     nets: dict[str, list[str]] = {}

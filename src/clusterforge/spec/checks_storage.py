@@ -50,7 +50,12 @@ def storage_checks(c: Cluster, skus: dict[str, Sku], bad: Bad) -> None:
 
 def _mountpoint(bad: Bad, seen: dict[str, PathKey], mp: str, at: PathKey) -> None:
     if mp in seen:
-        bad(at, "a mount point used once", f"'{mp}' (also {format_path(seen[mp])})", "mount each at its own path")
+        bad(
+            at,
+            "a mount point used once",
+            f"'{mp}' (also {format_path(seen[mp])})",
+            "mount each at its own path",
+        )
     seen.setdefault(mp, at)
 
 
@@ -77,11 +82,21 @@ def _shared(c: Cluster, bad: Bad, at: PathKey, fs: SharedFs) -> None:
                     "write the MGS node's address on the network that carries the filesystem",
                 )
     if fs.type == "nfs" and len(fs.servers) > 1:
-        bad((*at, "servers"), "one NFS server", f"{len(fs.servers)} servers", "declare one NFS mount per server")
+        bad(
+            (*at, "servers"),
+            "one NFS server",
+            f"{len(fs.servers)} servers",
+            "declare one NFS mount per server",
+        )
     if export and fs.export is None:
         bad((*at, "export"), export_is, "none", f"set export to {export_is}")
     if not export and fs.export is not None:
-        bad((*at, "export"), "no export for juicefs (the volume is named by its metadata)", fs.export, "remove it")
+        bad(
+            (*at, "export"),
+            "no export for juicefs (the volume is named by its metadata)",
+            fs.export,
+            "remove it",
+        )
     if fs.type == "nfs" and fs.export is not None and not fs.export.startswith("/"):
         bad((*at, "export"), "an absolute export path", fs.export, f"write /{fs.export}")
     if fs.type in ("lustre", "weka", "gpfs") and fs.export is not None:
@@ -163,7 +178,12 @@ def _scratch(bad: Bad, s: Storage) -> None:
     seen: dict[str, int] = {}
     for j, d in enumerate(sc.devices):
         if d in seen:
-            bad((*at, "devices", j), "each device once", f"'{d}' (also devices[{seen[d]}])", "remove the repeat")
+            bad(
+                (*at, "devices", j),
+                "each device once",
+                f"'{d}' (also devices[{seen[d]}])",
+                "remove the repeat",
+            )
         seen.setdefault(d, j)
 
 

@@ -66,12 +66,24 @@ def test_no_storage_section_is_none() -> None:
         ("      export: /export/home\n", "", "storage.shared[0].export", "none"),
         ("servers: [10.246.0.2]\n", "servers: []\n", "storage.shared[0].servers", "none"),
         ("export: /export/home", "export: export/home", "storage.shared[0].export", "export/home"),
-        ("mountpoint: /home\n", "mountpoint: /home\n      nconnect: 4\n      transport: rdma\n",
-         "storage.shared[0].nconnect", "transport rdma"),
-        ("mountpoint: /home\n", "mountpoint: /home\n      options: [nconnect=4]\n",
-         "storage.shared[0].options[0]", "nconnect=4"),
-        ("mountpoint: /home\n", "mountpoint: /home\n      metadata: redis://10.0.0.1/1\n",
-         "storage.shared[0].metadata", "redis://10.0.0.1/1"),
+        (
+            "mountpoint: /home\n",
+            "mountpoint: /home\n      nconnect: 4\n      transport: rdma\n",
+            "storage.shared[0].nconnect",
+            "transport rdma",
+        ),
+        (
+            "mountpoint: /home\n",
+            "mountpoint: /home\n      options: [nconnect=4]\n",
+            "storage.shared[0].options[0]",
+            "nconnect=4",
+        ),
+        (
+            "mountpoint: /home\n",
+            "mountpoint: /home\n      metadata: redis://10.0.0.1/1\n",
+            "storage.shared[0].metadata",
+            "redis://10.0.0.1/1",
+        ),
     ],
 )
 def test_one_nfs_mistake_is_one_problem(old: str, new: str, path: str, found: str) -> None:
