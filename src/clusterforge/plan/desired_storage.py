@@ -1,4 +1,4 @@
-"""The compiled storage state of a node (desired ``storage``): mounts, LNet, scratch, GDS, storage NICs, floors.
+"""The compiled storage state of a node (desired ``storage``): mounts, LNet, scratch, GDS, NICs, floors.
 
 A function of the spec's ``storage`` section, the networks that carry it and the node's SKU (its storage
 NICs and its per-SKU floors); the storage role applies it and validators/test_storage.py certifies it, and
