@@ -176,18 +176,27 @@ def test_packages_per_family() -> None:
         "xfsprogs",
         "mdadm",
         "nvidia-gds",
+        "fio",
     ]
     assert deb["mdadm"] == "ARRAY /dev/md/scratch metadata=1.2 name=roce-01:scratch"
     assert deb["conf"] == "/etc/mdadm/mdadm.conf"
     el = render("storage", family="RedHat", facts=ROCKY, expressions=expr, variables={"storage_state": STATE})
-    assert el["p"] == ["lustre-client", "kmod-lustre-client", "nfs-utils", "xfsprogs", "mdadm", "nvidia-gds"]
+    assert el["p"] == [
+        "lustre-client",
+        "kmod-lustre-client",
+        "nfs-utils",
+        "xfsprogs",
+        "mdadm",
+        "nvidia-gds",
+        "fio",
+    ]
     assert el["conf"] == "/etc/mdadm.conf"
     jfs = render(
         "storage",
         expressions={"p": "{{ _storage_packages }}", "j": "{{ _storage_juicefs }}"},
         variables={"storage_state": JFS_STATE},
     )
-    assert jfs["p"] == ["fuse3", "e2fsprogs"]
+    assert jfs["p"] == ["fuse3", "e2fsprogs", "fio"]
     assert jfs["j"]["binary"] == "/usr/local/bin/juicefs" and jfs["j"]["sha256"] == "b" * 64
 
 
