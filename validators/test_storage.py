@@ -199,7 +199,7 @@ def test_scratch(node: NodeExpect, probe: Probe) -> None:
     """Scratch is the declared device (or a RAID0 array of exactly the declared devices), with the declared
     filesystem, mounted at its mount point."""
     sc = _st(node)["scratch"]
-    devs = {d.name: d for d in probe.parse(lsblk_cmd(sc["devices"]), lsblk.parse)}
+    devs = {d.name: d for top in probe.parse(lsblk_cmd(sc["devices"]), lsblk.parse) for d in top.walk()}
     want = (
         f"{sc['filesystem']} on {sc['device']} ({sc['raid']}: {', '.join(sc['devices'])}) at {sc['target']}"
     )
