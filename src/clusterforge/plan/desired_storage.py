@@ -175,7 +175,9 @@ def storage_desired(sku: dict[str, Any], inp: dict[str, Any] | None) -> dict[str
         return None
     spec = inp["spec"]
     over = spec.get("floors_by_sku", {}).get(sku["name"], {})
-    nics = _nics(sku, inp)
+    # the storage NICs are configured and certified when a shared filesystem travels over them
+    uses_net = any(fs["network"] == "storage" for fs in spec.get("shared", []))
+    nics = _nics(sku, inp) if uses_net else None
     sc = _scratch(spec.get("scratch"), over.get("scratch"))
     shared = list(spec.get("shared", []))
     mounts = [_mount(fs, nics, sku, sc["target"] if sc else None, over.get(fs["name"])) for fs in shared]

@@ -173,6 +173,7 @@ def test_storage_nics_follow_the_network() -> None:
     assert compile_(spec([fs()]), dict(NET, nics_per_node=1))["nics"]["netdevs"] == ["stor0"]
     d = compile_(spec([fs(network="management")]), None)
     assert d["nics"] is None and d["mounts"][0]["netdevs"] == ["mgmt0"]
+    assert compile_(spec([fs(network="management")]))["nics"] is None  # no filesystem over the storage NICs
 
 
 @pytest.mark.parametrize(

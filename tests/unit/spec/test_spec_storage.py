@@ -171,3 +171,22 @@ def test_floors_by_sku_name_a_sku_and_a_target() -> None:
 def test_metadata_url_refuses_shell_characters() -> None:
     text = spec(GOOD.replace("redis://10.244.0.1:6379/1", "'redis://x/1;$(reboot)'"))
     assert any(p.path == "storage.shared[2].metadata" for p in problems(text))
+
+
+def test_the_labs_planned_storage_block_is_a_valid_section() -> None:
+    """lab.yaml carries the storage the lab will serve as a comment (not active yet): uncommented, with a
+    digest in place of the placeholder, it loads and compiles as documented."""
+    from tests.conftest import CLUSTERS
+
+    text = (CLUSTERS / "lab.yaml").read_text(encoding="utf-8")
+    block = text[text.index("# storage:") :]
+    section = "\n".join(line[2:] for line in block.splitlines()).replace(
+        "<sha256 of the served binary>", "d" * 64
+    )
+    s = load_spec_text(text + section + "\n", FILE).cluster.storage
+    assert s is not None and s.shared[0].type == "juicefs" and s.scratch is not None
+    assert (
+        s.scratch.devices == ["/dev/loop7"]
+        and s.scratch.raid == "none"
+        and s.shared[0].network == "management"
+    )
