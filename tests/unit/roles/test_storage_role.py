@@ -272,3 +272,9 @@ def test_role_file_paths_exist() -> None:
     for rel in ("defaults/main.yml", "vars/Debian.yml", "vars/RedHat.yml", "handlers/main.yml"):
         assert (ROLE / rel).is_file()
     assert Path(ROLE / "templates" / "storage.mount.j2").is_file()
+
+
+def test_an_inventory_compiled_before_storage_means_none() -> None:
+    """The sample inventory's desired state predates the storage key: the role reads it as no storage."""
+    out = render("storage", expressions={"s": "{{ storage_state is none }}", "p": "{{ _storage_packages }}"})
+    assert out["s"] is True
