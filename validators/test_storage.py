@@ -43,13 +43,6 @@ FIO_KINDS = {
     "seq_write": ("write", "1M", 16, "seq_write_gbs"),
     "randread": ("randread", "4k", 32, "randread_iops"),
 }
-#: a test file in a mount point that is mounted: "writable", "not-writable" or "not-mounted"
-WRITE_TEST = (
-    "mountpoint -q {} || { echo not-mounted; exit 0; }; "
-    "f=$(mktemp {}/.clusterforge-write.XXXXXX 2>/dev/null) || { echo not-writable; exit 0; }; "
-    'if printf ok > "$f" && [ "$(cat "$f")" = ok ]; then r=writable; else r=not-writable; fi; '
-    'rm -f "$f"; echo "$r"'
-)
 
 
 def _st(n: NodeExpect) -> dict[str, Any]:
@@ -87,6 +80,18 @@ def _targets(node: NodeExpect) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def write_cmd(target: str) -> str:
+    """A test file under ``target`` when it is a mount point: prints writable, not-writable or not-mounted."""
+    return shell(
+        "mountpoint -q {} || { echo not-mounted; exit 0; }; "
+        "f=$(mktemp {}/.clusterforge-write.XXXXXX 2>/dev/null) || { echo not-writable; exit 0; }; "
+        'if printf ok > "$f" && [ "$(cat "$f")" = ok ]; then r=writable; else r=not-writable; fi; '
+        'rm -f "$f"; echo "$r"',
+        target,
+        target,
+    )
 
 
 def nic_cmds(dev: str) -> list[str]:
@@ -159,7 +164,7 @@ def test_writable(node: NodeExpect, probe: Probe) -> None:
     """A test file can be created, read back and removed under every mounted storage target."""
     bad = {}
     for t in _targets(node):
-        out = probe.run(shell(WRITE_TEST, t["target"], t["target"]), cache=False).strip()
+        out = probe.run(write_cmd(t["target"]), cache=False).strip()
         if out != "writable":
             bad[t["name"]] = f"{t['target']} {out or 'no answer'}"
     expect_none_bad(
@@ -326,6 +331,7 @@ def fio_args(kind: str, io: dict[str, Any], direct: bool) -> list[str | int]:
 def checkpoint_args(io: dict[str, Any]) -> list[str | int]:
     """One checkpoint-sized file written as a framework saves one: buffered, then fsync (end_fsync: fio
     counts the final fsync in the job's time, axboe/fio#831)."""
+    size_mib = max(64, int(float(io["checkpoint_gib"]) * 1024))
     return [
         "--name=cf-fio-checkpoint",
         "--rw=write",
@@ -334,7 +340,7 @@ def checkpoint_args(io: dict[str, Any]) -> list[str | int]:
         "--direct=0",
         "--end_fsync=1",
         "--numjobs=1",
-        f"--size={max(64, int(float(io['checkpoint_gib']) * 1024))}m",
+        f"--size={size_mib}m",
         "--output-format=json",
     ]
 

@@ -120,7 +120,7 @@ def test_free_space_without_avail_is_an_error(node: NodeExpect) -> None:
 
 # ---- writable -----------------------------------------------------------------------------------------
 def _write_cmd(target: str) -> str:
-    return st.shell(st.WRITE_TEST, target, target)
+    return st.write_cmd(target)
 
 
 def test_writable_and_not_mounted(node: NodeExpect) -> None:
