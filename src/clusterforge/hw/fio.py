@@ -98,7 +98,8 @@ def parse(text: str) -> FioResult:
         if not isinstance(job, dict):
             raise ParseError(TOOL, f"jobs[{i}]: expected an object")
         where = f"jobs[{i}]"
-        opts = job.get("job options") if isinstance(job.get("job options"), dict) else {}
+        raw_opts = job.get("job options")
+        opts: dict[str, Any] = raw_opts if isinstance(raw_opts, dict) else {}
         rw = opts.get("rw") if isinstance(opts.get("rw"), str) else None
         jobs.append(
             FioJob(
