@@ -45,6 +45,28 @@ JFS_STATE = _state(
 )
 
 
+CHECK_STATE = _state(
+    LAB
+    + """storage:
+  shared:
+    - name: home
+      type: nfs
+      servers: [10.244.0.1]
+      export: /export/home
+      mountpoint: /cf-unit-test-home
+      network: management
+    - name: lus
+      type: lustre
+      servers: [10.244.0.1]
+      export: lus1
+      mountpoint: /cf-unit-test-lustre
+      network: management
+  scratch: {devices: [/dev/loop0], filesystem: xfs, mountpoint: /cf-unit-test-scratch}
+  gds: true
+"""
+)
+
+
 def unit(**kw: Any) -> dict[str, Any]:
     base = {
         "kind": "home (nfs)",
@@ -225,7 +247,7 @@ def _validate(state: dict[str, Any]) -> list[bool]:
 
 
 def test_validation_accepts_the_compiled_states() -> None:
-    assert all(_validate(STATE)) and all(_validate(JFS_STATE))
+    assert all(_validate(STATE)) and all(_validate(JFS_STATE)) and all(_validate(CHECK_STATE))
 
 
 @pytest.mark.parametrize(
@@ -235,6 +257,8 @@ def test_validation_accepts_the_compiled_states() -> None:
         lambda s: s["mounts"][0].update(source="x;reboot"),
         lambda s: s["mounts"][0]["options"].append("ro\nx"),
         lambda s: s["mounts"][0].update(type="cephfs"),
+        lambda s: s["mounts"][0].update(unit="x.service"),
+        lambda s: s["mounts"][0].update(unit="a b.mount"),
         lambda s: s["scratch"].update(devices=["/dev/nvme1n1 /dev/sda"]),
         lambda s: s["scratch"].update(raid="raid5"),
         lambda s: s["scratch"].update(devices=["/dev/nvme1n1"]),
@@ -278,3 +302,90 @@ def test_an_inventory_compiled_before_storage_means_none() -> None:
     """The sample inventory's desired state predates the storage key: the role reads it as no storage."""
     out = render("storage", expressions={"s": "{{ storage_state is none }}", "p": "{{ _storage_packages }}"})
     assert out["s"] is True
+
+
+# ---- the role run in check mode on this machine (nothing is written; blkid is a stand-in) ----------------
+
+
+def _check_run(run_ansible: Any, tmp_path: Path, blkid_type: str) -> Any:
+    from ._support import task_results
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "blkid.log"
+    (bin_dir / "blkid").write_text(
+        f'#!/bin/sh\necho "$*" >> {log}\n[ -n "{blkid_type}" ] || exit 2\necho {blkid_type}\n'
+    )
+    (bin_dir / "blkid").chmod(0o755)
+    playbook = tmp_path / "storage.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "roles": ["storage"]}]))
+    knobs = tmp_path / "knobs.yml"
+    knobs.write_text(
+        yaml.safe_dump(
+            {
+                "ansible_os_family": "Debian",
+                "storage_state": CHECK_STATE,
+                "storage_install": False,
+                "storage_set_nic_mtu": False,
+                "ansible_become": False,
+            }
+        )
+    )
+    import os
+
+    res = run_ansible(
+        "ansible-playbook",
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        "--check",
+        "-e",
+        f"@{knobs}",
+        str(playbook),
+        env={"ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles"), "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+        json_output=True,
+    )
+    results = [(n, r) for n, _, r in task_results(res.json())]
+    return res, results, log.read_text() if log.exists() else ""
+
+
+WRITTEN = [
+    "/etc/systemd/system/cf\\x2dunit\\x2dtest\\x2dhome.mount",
+    "/etc/systemd/system/cf\\x2dunit\\x2dtest\\x2dscratch.mount",
+    "/etc/modprobe.d/lustre.conf",
+    "/etc/cufile.json",
+]
+
+
+@pytest.mark.skipif(
+    not Path("/dev/loop0").is_block_device(), reason="needs a block device node at /dev/loop0"
+)
+def test_check_mode_plans_the_empty_device_and_writes_nothing(run_ansible: Any, tmp_path: Path) -> None:
+    before = {p: Path(p).exists() for p in WRITTEN}
+    res, results, calls = _check_run(run_ansible, tmp_path, "")
+    assert res.rc == 0, res.output[-3000:]
+    changed = [n for n, r in results if r.get("changed")]
+    assert "storage : Scratch mount unit" in changed and "storage : Shared filesystem mount units" in changed
+    assert "storage : LNet module options (networks)" in changed
+    mkfs = [r for n, r in results if n == "storage : Make the scratch filesystem on the empty device"]
+    assert mkfs and not mkfs[0].get("failed")  # planned (check mode skips the command itself)
+    assert calls.splitlines() == ["-p -o value -s TYPE /dev/loop0"]
+    assert {p: Path(p).exists() for p in WRITTEN} == before  # check mode wrote nothing
+
+
+@pytest.mark.skipif(
+    not Path("/dev/loop0").is_block_device(), reason="needs a block device node at /dev/loop0"
+)
+def test_a_device_holding_another_filesystem_stops_the_role(run_ansible: Any, tmp_path: Path) -> None:
+    res, results, _ = _check_run(run_ansible, tmp_path, "ext4")
+    assert res.rc != 0
+    failed = [(n, r) for n, r in results if r.get("failed")]
+    assert [n for n, _ in failed] == [
+        "storage : A scratch device that holds another filesystem is never reformatted"
+    ]
+    assert "/dev/loop0 holds 'ext4', the spec declares xfs: not reformatted" in failed[0][1]["msg"]
+    assert not any(
+        n == "storage : Make the scratch filesystem on the empty device" and not r.get("skipped")
+        for n, r in results
+    )

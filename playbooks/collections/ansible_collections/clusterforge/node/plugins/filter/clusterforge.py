@@ -139,6 +139,8 @@ VALUE_PATTERNS = {
     "mountsrc": r"[A-Za-z0-9_/][A-Za-z0-9_.:/@%+=,~-]{0,599}",
     "device": r"/dev/[A-Za-z0-9_.:/-]+",
     "mountpoint": r"(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)+",
+    # a systemd unit name (systemd-escape writes '-' in a path component as \x2d)
+    "unit": r"[A-Za-z0-9_:@\\][A-Za-z0-9_.:@\\-]*\.(mount|service|target)",
     # one line of text: no control characters (newline, carriage return, NUL, escape …)
     "line": r"[^\x00-\x1f\x7f]*",
 }
