@@ -277,3 +277,29 @@ def test_fio_job_error_is_an_error(node: NodeExpect) -> None:
     cmd = st.fio_cmd("/home", st.checkpoint_args(node.desired["storage"]["io_test"]))
     with pytest.raises(CheckError, match="fio job errors"):
         st.test_checkpoint(node, FakeNode({cmd: (0, json.dumps(doc))}))
+
+
+def test_prefetch_reads_only_what_the_node_declares(node: NodeExpect, ib_node: NodeExpect) -> None:
+    cmds = st.commands(node)
+    assert st.FINDMNT in cmds and st.NVFS in cmds and st.lsblk_cmd(["/dev/nvme3n1p1"]) in cmds
+    assert st.LNET not in cmds  # no Lustre mount
+    assert st.nic_cmds("stor1")[2] in cmds  # home (NFS) goes over the storage NICs
+    assert st.commands(ib_node) == []  # the lab spec declares no storage
+
+
+def test_no_storage_section_no_storage_check(node: NodeExpect, ib_node: NodeExpect) -> None:
+    marks = {
+        name: getattr(st, name).pytestmark
+        for name in (
+            "test_mounts",
+            "test_writable",
+            "test_scratch",
+            "test_gds",
+            "test_fio",
+            "test_checkpoint",
+        )
+    }
+    for name, pm in marks.items():
+        applies = next(m for m in pm if m.name == "applies").args[0]
+        assert applies(node), name
+        assert not applies(ib_node), name
