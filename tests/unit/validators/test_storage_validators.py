@@ -303,3 +303,29 @@ def test_no_storage_section_no_storage_check(node: NodeExpect, ib_node: NodeExpe
         applies = next(m for m in pm if m.name == "applies").args[0]
         assert applies(node), name
         assert not applies(ib_node), name
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["$(touch canary)", "`touch canary`", "a;touch canary", "q'uo\"te", "sp ace", "*", "-x --evil", "~root"],
+)
+def test_storage_commands_keep_values_literal(node: NodeExpect, tmp_path: Any, value: str) -> None:
+    """A mount point reaches fio, mountpoint, mktemp and rm as one literal argument (stand-ins log argv)."""
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "argv.log"
+    for tool in ("fio", "mountpoint"):
+        (bin_dir / tool).write_text(
+            f'#!/bin/sh\nfor a in "$@"; do printf "%s\\0" "$a"; done >> {log}; echo >> {log}\n'
+        )
+        (bin_dir / tool).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    io = node.desired["storage"]["io_test"]
+    for cmd in (st.fio_cmd(value, st.fio_args("randread", io, True)), st.write_cmd(value)):
+        subprocess.run(["sh", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, check=False, timeout=30)
+    got = [line.split("\0")[:-1] for line in log.read_text().splitlines() if line]
+    assert ["-q", value] in got
+    assert any(c[:1] == [f"--directory={value}"] for c in got)
+    assert not (tmp_path / "canary").exists()
