@@ -49,6 +49,17 @@ FIXES: dict[str, Fix] = {
     "nic_firmware": Fix(action="flash the pinned firmware (mlxfwmanager / mlxfwreset), then re-certify"),
     "roce_qos": Fix("rdma", "roce_qos"),
     "rdma_netdev": Fix("rdma", "network"),
+    # storage
+    "storage_mounts": Fix("storage", "storage_mounts", "check the server and the storage network"),
+    "storage_scratch": Fix("storage", "storage_scratch"),
+    "storage_space": Fix(action="free space on the filesystem or grow it (the floor is min_free_gib)"),
+    "storage_nics": Fix("storage", "storage_nics", "check the cable and switch port if the link is down"),
+    "storage_lnet": Fix("storage", "storage_lnet", "reload the lnet module (unmount Lustre first) or reboot"),
+    "storage_gds": Fix("storage", "storage_gds"),
+    "storage_perf": Fix(
+        action="re-run in a quiet window; if it stays low, check the devices (nvme smart-log), the RAID "
+        "members, the storage network and the servers"
+    ),
     # nccl
     "nccl": Fix("nccl", "nccl"),
     # benchmarks (nccl-tests, nvbandwidth)

@@ -8,6 +8,7 @@ source in `refs` (keys of `REFS`); numbers without a source are clusterforge's o
 
 from __future__ import annotations
 
+from clusterforge.checks.catalog_storage import STORAGE
 from clusterforge.checks.model import Action, Check, Cost, Severity
 from clusterforge.checks.passive import PASSIVE
 
@@ -257,4 +258,4 @@ BURNIN: tuple[Check, ...] = (
 )
 
 
-ALL: tuple[Check, ...] = VALIDATORS + BURNIN + PASSIVE
+ALL: tuple[Check, ...] = VALIDATORS + STORAGE + BURNIN + PASSIVE

@@ -17,6 +17,7 @@ from typing import Any
 from clusterforge.errors import InputError
 from clusterforge.plan.addressing import Allocator, mac_parts, management_ips
 from clusterforge.plan.desired import netdev_mtu, node_desired
+from clusterforge.plan.desired_storage import storage_input
 from clusterforge.plan.digest import canonical_json, sha256_of
 from clusterforge.plan.fabric import Fabric, FabricInput, plan_fabric
 from clusterforge.spec.layout import node_slots, rack_name
@@ -198,6 +199,11 @@ def build_plan(spec: Spec) -> Plan:
     mgmt = management_ips(c, names)
     storage = Allocator(c.addressing.storage, c.addressing.reserved) if c.addressing.storage else None
     entries = {n.name: n for p in c.pools for n in p.nodes}
+    storage_in = storage_input(
+        c.storage.model_dump(mode="json") if c.storage else None,
+        c.fabrics.storage.model_dump(mode="json") if c.fabrics.storage else None,
+        str(c.addressing.storage) if c.addressing.storage else None,
+    )
 
     fabric_nodes: dict[str, list[str]] = {f: [] for f in fabrics_spec}
     for s in slots:
@@ -274,7 +280,7 @@ def build_plan(spec: Spec) -> Plan:
             "rails": rails,
         }
         if pool.sku not in desired:  # a function of the SKU (its rails, CPU) and the tuning: compiled once
-            d = node_desired(skus[pool.sku], tuning, rails, software)
+            d = node_desired(skus[pool.sku], tuning, rails, software, storage_in)
             desired[pool.sku] = (d, sha256_of(d))
         node["desired"], desired_digest = desired[pool.sku]
         bmc = node["bmc"]

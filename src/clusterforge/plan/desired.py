@@ -14,6 +14,7 @@ from typing import Any
 
 from clusterforge.plan.desired_fabric import lldp_desired
 from clusterforge.plan.desired_monitoring import monitoring_desired
+from clusterforge.plan.desired_storage import storage_desired
 
 DESIRED_VERSION = "clusterforge-desired/3"
 
@@ -194,10 +195,11 @@ def node_desired(
     tuning: dict[str, Any],
     rails: list[dict[str, Any]],
     software: dict[str, Any] | None = None,
+    storage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The desired state of a node of ``sku`` (the plan's SKU entry) with ``rails`` (its plan rails, or the
     SKU's rails: only index, netdev, hca, port and link_layer are read) under the cluster's ``tuning`` and
-    ``software`` pins (only ``software.rdma`` is read)."""
+    ``software`` pins (only ``software.rdma`` is read); ``storage``: desired_storage.storage_input."""
     vendor = cpu_vendor(sku)
     hp = hugepages(tuning, numa_nodes(sku))
     return {
@@ -225,4 +227,5 @@ def node_desired(
         "rails": [rail_desired(r, tuning) for r in sorted(rails, key=lambda r: int(r["index"]))],
         "lldp": lldp_desired(sku, rails),
         "monitoring": monitoring_desired(sku, rails),
+        "storage": storage_desired(sku, storage),
     }

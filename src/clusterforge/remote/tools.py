@@ -56,6 +56,9 @@ _TOOLS = (
     # os_tuning role
     Tool("chronyc", "chrony", "os_tuning", "timesync"),
     Tool("tuned-adm", "tuned", "os_tuning", "tuned"),
+    # storage role: fio (full-tier I/O floors), the GDS tools (gdscheck, from nvidia-gds)
+    Tool("fio", "fio", "storage", "storage_packages"),
+    Tool("gdscheck", "nvidia-gds", "storage", "storage_gds"),
 )
 TOOLS: dict[str, Tool] = {t.name: t for t in _TOOLS}
 

@@ -15,6 +15,7 @@ from clusterforge.errors import Problem
 from clusterforge.spec import doca
 from clusterforge.spec.checks_cabling import cabling_checks
 from clusterforge.spec.checks_net import Bad, addressing_checks, fabric_checks
+from clusterforge.spec.checks_storage import storage_checks
 from clusterforge.spec.layout import NodeSlot, node_slots, rack_name
 from clusterforge.spec.model import Cluster
 from clusterforge.spec.sku import Sku, Thresholds
@@ -52,6 +53,7 @@ def cross_checks(
     _racks(ctx)
     cabling_checks(c, bad)
     _software_and_policy(ctx)
+    storage_checks(c, skus, bad)
     return out
 
 

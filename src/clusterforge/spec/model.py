@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from clusterforge.spec.sku import Sku
+from clusterforge.spec.storage import Storage
 from clusterforge.spec.values import (
     Host,
     HostPort,
@@ -339,3 +340,4 @@ class Cluster(_Strict):
     tuning: Tuning = Tuning()
     rollout: Rollout = Rollout()
     certification: Certification = Certification()
+    storage: Storage | None = None

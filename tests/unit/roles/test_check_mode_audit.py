@@ -37,6 +37,8 @@ READ_ONLY_COMMANDS = {
     "nvidia-smi": _nvidia_smi_query,
     "systemctl": lambda args: args[:1] == ["show"],
     "dpkg-query": lambda args: all(not a.startswith(("--set", "--clear", "--update")) for a in args),
+    # blkid only reads (-p: the low-level probe, no cache); -g would garbage-collect its cache file
+    "blkid": lambda args: not {"-g", "--garbage-collect"} & set(args),
 }
 
 

@@ -33,7 +33,7 @@ def test_every_task_file_syntax_check(run_ansible: Runner, tmp_path: Path) -> No
     assert res.rc == 0, res.output
 
 
-ROLE_NAMES = ("preflight", "os_tuning", "nvidia_gpu", "rdma", "lldpd", "nccl", "benchmarks")
+ROLE_NAMES = ("preflight", "os_tuning", "nvidia_gpu", "rdma", "lldpd", "nccl", "benchmarks", "storage")
 
 
 def test_ansible_lint_production_profile(run_ansible: Runner) -> None:

@@ -133,6 +133,14 @@ VALUE_PATTERNS = {
     "kparam": r"[A-Za-z0-9_.,:=/+@-]+",
     # an environment variable name (nccl.conf)
     "name": r"[A-Za-z_][A-Za-z0-9_]*",
+    # storage (plan/desired_storage.py): a mount option, a mount source (NFS host:/export, Lustre NIDs,
+    # Weka backends/fs, a GPFS name, a JuiceFS metadata URL), a block device, a mount point
+    "mountopt": r"[A-Za-z0-9_][A-Za-z0-9_.:/@+=-]{0,199}",
+    "mountsrc": r"[A-Za-z0-9_/][A-Za-z0-9_.:/@%+=,~-]{0,599}",
+    "device": r"/dev/[A-Za-z0-9_.:/-]+",
+    "mountpoint": r"(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)+",
+    # a systemd unit name (systemd-escape writes '-' in a path component as \x2d)
+    "unit": r"[A-Za-z0-9_:@\\][A-Za-z0-9_.:@\\-]*\.(mount|service|target)",
     # one line of text: no control characters (newline, carriage return, NUL, escape …)
     "line": r"[^\x00-\x1f\x7f]*",
 }
