@@ -1,5 +1,5 @@
-"""Per-node cabling on the lab's real wiring: each RoCE rail's host end sits on its rail bridge, the lab's LLDP
-emulator speaks for the leaf that bridge stands for, and the node's own lldpd (installed by the lldpd role)
+"""Per-node cabling on the lab's real wiring: each RoCE rail's host end sits on its rail bridge, the lab's
+LLDP emulator speaks for the leaf that bridge stands for, and the node's own lldpd (from the lldpd role)
 hears it. Crossing two rails' links on the host is a miscabling: the quick tier fails both rails naming both
 cables; putting them back passes again."""
 
