@@ -1,0 +1,71 @@
+"""Per-node cabling on the lab's real wiring: each RoCE rail's host end sits on its rail bridge, the lab's
+LLDP emulator speaks for the leaf that bridge stands for, and the node's own lldpd (from the lldpd role)
+hears it. Crossing two rails' links on the host is a miscabling: the quick tier fails both rails naming both
+cables; putting them back passes again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.lab
+
+NODE = "roce-01"
+
+
+def _attach(link: str, bridge: str) -> None:
+    subprocess.run(["ip", "link", "set", link, "master", bridge], check=True, timeout=30)
+
+
+def _heard(certify_lab: Any, netdev: str) -> str:
+    """The switch name the node's lldpd holds for `netdev` ("" when none)."""
+    out = certify_lab.lab.exec(NODE, ["lldpcli", "-f", "json0", "show", "neighbors"], timeout=30)
+    text = out.stdout if hasattr(out, "stdout") else str(out)
+    for itf in json.loads(text or "{}").get("lldp", [{}])[0].get("interface", []):
+        if itf.get("name") == netdev:
+            return str(itf["chassis"][0]["name"][0]["value"])
+    return ""
+
+
+def _wait_heard(certify_lab: Any, netdev: str, switch: str, timeout: float = 40.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _heard(certify_lab, netdev) != switch:
+        assert time.monotonic() < deadline, f"{NODE} {netdev} never heard {switch} over LLDP"
+        time.sleep(1)
+
+
+def _checks(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    node = next(x for x in doc["nodes"] if x["node"] == NODE)
+    return {c["check_id"]: c for c in node["checks"]}
+
+
+def test_crossed_rail_cables_fail_naming_both_and_pass_once_fixed(certify_lab: Any) -> None:
+    from clusterforge.lab.labplan import load
+    from clusterforge.plan.desired_fabric import fabric_entry, rail_neighbours
+
+    lp = load(certify_lab.inventory / "plan.json")
+    node = lp.node(NODE)
+    r0, r1 = node.rails[0], node.rails[1]
+    planned = {int(w["rail"]): w for w in rail_neighbours(node.raw, fabric_entry(lp.raw, node.fabric))}
+    _wait_heard(certify_lab, r0.netdev, str(planned[0]["switch"]))  # as wired by the lab
+    _attach(r0.host_link, r1.bridge)
+    _attach(r1.host_link, r0.bridge)
+    try:
+        _wait_heard(certify_lab, r0.netdev, str(planned[1]["switch"]))
+        _rc, doc = certify_lab.certify(limit=NODE, admit=False)
+        bad = {cid: c["status"] for cid, c in _checks(doc).items() if c["status"] != "pass"}
+        assert bad == {"cabling.rail_neighbour[rail0]": "fail", "cabling.rail_neighbour[rail1]": "fail"}, bad
+        said = json.dumps(_checks(doc)["cabling.rail_neighbour[rail0]"])
+        for w in (planned[0], planned[1]):
+            assert str(w["cable_id"]) in said, (w["cable_id"], said)
+        assert "swapped" in said
+    finally:
+        _attach(r0.host_link, r0.bridge)
+        _attach(r1.host_link, r1.bridge)
+    _wait_heard(certify_lab, r0.netdev, str(planned[0]["switch"]))
+    rc, doc = certify_lab.certify(limit=NODE, admit=False)
+    assert rc == 0, {cid: c["status"] for cid, c in _checks(doc).items() if c["status"] != "pass"}
