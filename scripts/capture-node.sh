@@ -70,14 +70,17 @@ cap numactl-H numactl -H
 cap uname-a uname -a
 cap os-release cat /etc/os-release
 # storage and network
-cap lsblk-json lsblk -J -o NAME,TYPE,SIZE,FSTYPE,MOUNTPOINT,MODEL
-cap findmnt-json findmnt -J
+# the storage validators' own forms (validators/test_storage.py)
+cap lsblk-json lsblk --json --paths --bytes -o NAME,TYPE,FSTYPE,MOUNTPOINT,SIZE
+cap findmnt-json findmnt --json --list --bytes -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL
+cap findmnt-json-tree findmnt -J
 cap nvme-list nvme list
 cap ip-j-link ip -j link
 cap ibstat ibstat
 cap ibv_devinfo ibv_devinfo
 cap ofed_info-s ofed_info -s
 cap gdscheck-p /usr/local/cuda/gds/tools/gdscheck -p
+cap lldpcli-json0 lldpcli -f json0 show neighbors
 # packages (Debian/Ubuntu or RPM family; one of them is missing, rc 127)
 cap dpkg-l-nvidia dpkg -l '*nvidia*' '*cuda*'
 cap rpm-qa rpm -qa

@@ -193,3 +193,15 @@ def test_lsblk_mountpoints_list_and_bad_sizes() -> None:
         lsblk.parse('{"blockdevices": [{"name": "/dev/sda", "size": "1.8T"}]}')
     with pytest.raises(ParseError):
         lsblk.parse('{"devices": []}')
+
+
+def test_findmnt_tree_default_columns_stacked_mounts(real: Real) -> None:
+    """findmnt-json__h100-vm-firecracker-device__1.txt - plain ``findmnt -J`` (tree, default columns, no
+    sizes) captured by scripts/capture-node.sh on a lent H100 VM: every nested mount comes out, a target
+    mounted twice (``/dev/shm``, ``/dev/pts``: one mount over another) stays twice, sizes are unknown."""
+    mounts = findmnt.parse_json(real("findmnt-json__h100-vm-firecracker-device__1.txt"))
+    assert len(mounts) == 11 and mounts[0].target == "/" and mounts[0].source == "/dev/vda"
+    assert [m.target for m in mounts].count("/dev/shm") == 2
+    nv = next(m for m in mounts if m.target == "/usr/local/nvidia")
+    assert (nv.source, nv.fstype, nv.options[0]) == ("/dev/vdb", "squashfs", "ro")
+    assert all(m.size_bytes is None and m.avail_bytes is None for m in mounts)
