@@ -116,5 +116,5 @@ def smpquery(st: dict[str, Any], argv: list[str]) -> tuple[str, str, int]:
         desc = str(end["description"])[:64]
         dots = "." * (32 - len(desc)) if len(desc) < 32 else "."
         return f"Node Description:{dots}{desc}\n", "", 0
-    portnum = int(args[2], 0) if len(args) > 2 and args[2].isdigit() else 0
+    portnum = int(args[2]) if len(args) > 2 and args[2].isdigit() else 0
     return _portinfo(f"# Port info: {route} port {portnum}\n", end, S.port_rate(st, nic)), "", 0
