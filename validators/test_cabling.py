@@ -5,7 +5,9 @@ RoCE: the neighbour the node's lldpd heard (`lldpcli -f json0 show neighbors`; t
 it). InfiniBand (no LLDP): the far end of the rail's port over a directed route, `smpquery -D nodedesc 0,1`
 (the switch's node description) and `smpquery -D portinfo 0,1` (LocalPort: the switch port the SMP entered
 by, i.e. where the node's cable lands). Two crossed rails are named by both ends of both cables; a rail
-that hears nothing fails naming it; lldpd or smpquery missing / not running is an error, never a verdict.
+that hears nothing fails naming it (on InfiniBand: the directed-route SMP got no answer, smpquery's
+`iberror: ... query failed`, exit 255 - the port is down or nothing answers at its far end); lldpd or
+smpquery missing / not running, or smpquery unable to open the HCA port, is an error, never a verdict.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ import pytest
 
 from clusterforge.certify.checks import CheckError, CheckFailed, Probe, prefetches
 from clusterforge.fabric.node_cabling import Seen, ib_seen, judge, lldp_seen
-from clusterforge.hw import ibmad, lldp
+from clusterforge.hw import ParseError, ibmad, lldp
 from clusterforge.plan.expect import NodeExpect
-from clusterforge.remote.commands import argv
+from clusterforge.remote.commands import RC_REMOTE_255, argv
 
 pytestmark = pytest.mark.quick
 
@@ -55,10 +57,23 @@ def _lldp(node: NodeExpect, probe: Probe) -> dict[str, list[Seen]]:
     return lldp_seen(probe.parse(LLDP_SHOW, lldp.parse))
 
 
+def _smp(probe: Probe, command: str) -> dict[str, str] | None:
+    """The fields smpquery printed; None when its directed-route SMP got no answer (smpquery exits 255,
+    which the remote wrapper passes back as RC_REMOTE_255)."""
+    out = probe.run(command, ok=(0, RC_REMOTE_255))
+    try:
+        ibmad.parse_query_failed(out)
+        return None
+    except ParseError:
+        pass
+    return probe.parse(command, lambda t: ibmad.parse_fields(t, "smpquery"), ok=(0,))
+
+
 def _ib(node: NodeExpect, probe: Probe, hca: str, port: int) -> dict[str, list[Seen]]:
     desc_cmd, info_cmd = smp_cmds(hca, port)
-    desc = probe.parse(desc_cmd, lambda t: ibmad.parse_fields(t, "smpquery"))
-    info = probe.parse(info_cmd, lambda t: ibmad.parse_fields(t, "smpquery"))
+    desc, info = _smp(probe, desc_cmd), _smp(probe, info_cmd)
+    if desc is None or info is None:
+        return ib_seen(hca, "", None)
     local = info.get("LocalPort", "")
     return ib_seen(hca, desc.get("Node Description", ""), int(local) if local.isdigit() else None)
 

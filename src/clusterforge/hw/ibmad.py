@@ -85,6 +85,38 @@ def parse_fields(text: str, tool: str) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class QueryFailed:
+    """An infiniband-diags query whose MAD got no answer (rdma-core ibdiag_common.c ibexit, exit 255):
+    ``<tool>: iberror: failed: operation <op>: <what> query failed``, after libibmad's ``ibwarn: [pid]
+    mad_rpc: _do_madrpc failed; dport (<route>)`` when stderr is shown with it."""
+
+    tool: str
+    op: str  # as typed: "NodeInfo", "nodedesc"
+    reason: str  # "node info query failed"
+    route: str  # "Lid 4", "DR path slid 65535; dlid 65535; 0,1"; "" when stderr was not kept
+
+
+_IBERROR = re.compile(r"^(\S+): iberror: failed: operation (\S+): (.+ query failed)\s*$")
+_MADRPC = re.compile(r"^ibwarn: \[\d+\] mad_rpc: _do_madrpc failed; dport \((.*)\)\s*$")
+
+
+def parse_query_failed(text: str) -> QueryFailed:
+    """The unanswered query of a failed `smpquery`/`perfquery`-style run; ParseError for any other output
+    (a tool that could not open its port or was misused did not query anything)."""
+    require_text("iberror", text)
+    route = ""
+    for raw in split_lines(text):
+        w = _MADRPC.match(raw.strip())
+        if w:
+            route = w.group(1)
+            continue
+        m = _IBERROR.match(raw.strip())
+        if m:
+            return QueryFailed(m.group(1), m.group(2), m.group(3), route)
+    raise ParseError("iberror", "no 'iberror: failed: operation <op>: ... query failed' line")
+
+
 # --- smpquery nodeinfo ---------------------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ LINK_EDR = "iblinkinfo__edr-sb7700-2node-hpl-truncated-xcat-notes__1.txt"
 LINK_QDR = "iblinkinfo__qdr-infiniscale-iv-36port-4hosts-whitespace-cnnote__2.txt"
 NODEINFO_1 = "smpquery-nodeinfo__cx3-fdr-dualport-lid4-port1-ompi-users__1.txt"
 NODEINFO_2 = "smpquery-nodeinfo__cx3-fdr-dualport-lid5-port2-ompi-users__2.txt"
+SMP_FAILED = "smpquery-failed__cx3-fdr-lid4-after-cable-pull-ompi-users__3.txt"
 PORTSTATE = "ibportstate__cx3-fdr-lid6-reset-initial-and-after-set-1x-ltyinhust__1.txt"
 
 
@@ -178,6 +179,19 @@ def test_smpquery_nodeinfo_dual_port_hca() -> None:
     )
     assert a.node_guid == b.node_guid == "0x0002c90300336fe0"
     assert (a.port_guid, b.port_guid, b.local_port) == ("0x0002c90300336fe1", "0x0002c90300336fe2", 2)
+
+
+def test_smpquery_unanswered_query() -> None:
+    f = ibmad.parse_query_failed(read_real(SMP_FAILED))
+    assert f == ibmad.QueryFailed("smpquery", "NodeInfo", "node info query failed", "Lid 4")
+    stdout_only = read_real(SMP_FAILED).splitlines()[1]
+    assert ibmad.parse_query_failed(stdout_only).route == ""
+    for other in (
+        "smpquery: iberror: failed: Failed to open 'mlx5_9' port '1'\n",
+        read_real(NODEINFO_1),
+    ):
+        with pytest.raises(ParseError):
+            ibmad.parse_query_failed(other)
 
 
 def test_ibportstate_before_and_after() -> None:

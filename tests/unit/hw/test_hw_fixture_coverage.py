@@ -85,6 +85,7 @@ PARSERS: dict[str, Parser] = {
     "perfquery-x": ibmad.parse_perfquery,
     "rdma-statistic": nic_counters.parse_rdma_statistic,
     "smpquery-nodeinfo": ibmad.parse_nodeinfo,
+    "smpquery-failed": ibmad.parse_query_failed,
     "ib_read_lat": perftest.parse_lat,
     "ib_write_lat": perftest.parse_lat,
     "ib_write_bw": perftest.parse_bw,

@@ -74,11 +74,13 @@ def make_plan(sku: str = "h100-sxm-8x400g-roce", nodes: int = 2) -> dict[str, An
 
 
 class SimNode:
-    def __init__(self, root: Path, sku: str, node: str = "node-01") -> None:
+    def __init__(
+        self, root: Path, sku: str, node: str = "node-01", plan: dict[str, Any] | None = None
+    ) -> None:
         self.root = root
         self.sku = sku
         self.node = node
-        self.plan = make_plan(sku)
+        self.plan = plan if plan is not None else make_plan(sku)
         with self.env():
             S.save(S.initial_state(self.plan, node))
             self.install("nvidia-driver", DRIVER)

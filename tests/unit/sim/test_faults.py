@@ -6,12 +6,24 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from clusterforge.hw import dcgmi, ibstat, ibv_devinfo, mlnx_qos, nccl_tests, nvbandwidth, rdma_link, xid
+from clusterforge.hw import (
+    dcgmi,
+    ibmad,
+    ibstat,
+    ibv_devinfo,
+    mlnx_qos,
+    nccl_tests,
+    nvbandwidth,
+    rdma_link,
+    xid,
+)
 from clusterforge.hw import nvidia_smi as ns
 from clusterforge.lab.sim import faults
+from clusterforge.plan import Plan
 
 from .conftest import SimNode
 
@@ -270,3 +282,21 @@ def test_kerneld_does_not_enforce_a_fault_cleared_after_its_unlocked_read(
     with node.env():
         assert daemons.kerneld(["--once"]) == 0
     assert not [a for a in ran if "mtu" in a], f"kerneld put the cleared MTU fault back: {ran}"
+
+
+def test_cable_swap(simroot: Path, lab_plan: Plan) -> None:
+    ib = SimNode(simroot / "lab-ib", "h100-sxm-8x400g-ib", node="ib-01", plan=lab_plan.doc)
+
+    def far(hca: str) -> tuple[str, str]:
+        d = ibmad.parse_fields(ib.ok("smpquery", "-C", hca, "-P", "1", "-D", "nodedesc", "0,1"), "smpquery")
+        i = ibmad.parse_fields(ib.ok("smpquery", "-C", hca, "-P", "1", "-D", "portinfo", "0,1"), "smpquery")
+        return d["Node Description"], i["LocalPort"]
+
+    before = {h: far(h) for h in ("mlx5_1", "mlx5_6", "mlx5_0")}
+    ib.fault("cable-swap", rail="1,6")
+    assert far("mlx5_1") == before["mlx5_6"] and far("mlx5_6") == before["mlx5_1"]
+    assert far("mlx5_0") == before["mlx5_0"]
+    ib.reboot()
+    assert far("mlx5_1") == before["mlx5_6"]  # persists across reboots
+    ib.clear("cable-swap")
+    assert {h: far(h) for h in before} == before

@@ -116,7 +116,7 @@ def test_apt_hook_links_a_tool_only_while_its_package_is_installed(tmp_path: Pat
     assert str((root / "usr/sbin/ibstat").readlink()) == paths.ENTRY
     assert pkghook.sync(root) == []  # idempotent
     status.write_text(_status("util-linux", "iproute2", "perftest", removed=("infiniband-diags",)))
-    assert pkghook.sync(root) == ["-/usr/sbin/ibstat", "-/usr/sbin/ibstatus"]
+    assert pkghook.sync(root) == ["-/usr/sbin/ibstat", "-/usr/sbin/ibstatus", "-/usr/sbin/smpquery"]
     assert not (root / "usr/sbin/ibstat").is_symlink()
     assert (root / "usr/bin/ib_write_bw").is_symlink()
 

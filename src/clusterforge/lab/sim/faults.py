@@ -40,6 +40,12 @@ KINDS: dict[str, tuple[str, str | None, dict[str, Any]]] = {
         "rail",
         {"mtu": 1500},
     ),
+    "cable-swap": (
+        "two rails' cables are crossed at the leaves (rail=I,J): each port reaches the other's planned "
+        "leaf port (smpquery -D 0,1)",
+        "rail",
+        {},
+    ),
     "slow-gpu": ("lower copy/bus bandwidth of a GPU (PCIe downtrained, HW slowdown)", "gpu", {"factor": 0.6}),
     "slow-nic": ("lower RDMA bandwidth on a rail", "rail", {"factor": 0.7}),
     "noisy": ("larger run-to-run variance, still within thresholds", None, {"scale": 3.75}),
@@ -215,6 +221,10 @@ def set_fault(kind: str, items: list[str]) -> dict[str, Any]:
         tkey = KINDS[kind][1]
         if tkey and not S.targets(st, kind, tkey, count) <= set(range(count)):
             raise FaultError(f"{kind}: {tkey} {params[tkey]} does not exist on this node")
+        if kind == "cable-swap" and len(S.targets(st, kind, "rail", count)) != 2:
+            raise FaultError(
+                f"cable-swap: rail must name two different rails (rail=I,J), not {params['rail']}"
+            )
         sync_flags(st)
         emit_kernel_lines(st, kind)
         enforce(st)

@@ -1,4 +1,5 @@
-"""``ibstat``, ``ibstatus``, ``ibv_devinfo``, ``ibdev2netdev``, ``show_gids``, ``rdma link``/``rdma dev``."""
+"""``ibstat``, ``ibstatus``, ``ibv_devinfo``, ``ibdev2netdev``, ``show_gids``, ``rdma link``/``rdma dev``;
+``smpquery`` lives in :mod:`.smpquery`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from . import paths, sysfs
+from . import paths, smpquery, sysfs
 from . import state as S
 
 REAL_RDMA = "/usr/bin/rdma.distrib"  # iproute2's rdma, diverted by the image install
@@ -285,6 +286,7 @@ TOOLS = {
     "ibdev2netdev": ibdev2netdev,
     "show_gids": show_gids,
     "rdma": rdma,
+    "smpquery": smpquery.smpquery,
 }
 
 

@@ -19,6 +19,7 @@ from . import paths
 DIVERTED = {
     "ibstat": ("/usr/sbin/ibstat", "infiniband-diags"),
     "ibstatus": ("/usr/sbin/ibstatus", "infiniband-diags"),
+    "smpquery": ("/usr/sbin/smpquery", "infiniband-diags"),
     "ibv_devinfo": ("/usr/bin/ibv_devinfo", "ibverbs-utils"),
     "ib_write_bw": ("/usr/bin/ib_write_bw", "perftest"),
     "ib_write_lat": ("/usr/bin/ib_write_lat", "perftest"),

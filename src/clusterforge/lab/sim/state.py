@@ -181,6 +181,32 @@ def _nics(node_d: dict[str, Any], sku: dict[str, Any], software: dict[str, Any])
     return out
 
 
+def switch_description(name: str, model: str) -> str:
+    """A Mellanox/NVIDIA InfiniBand switch's NodeDescription for the switch called ``name``: the
+    ``MF0;<name>:M<model>/U1`` form of the real captures (ibnetdiscover of a Quantum-2 fabric:
+    "MF0;A09-P1-IBLEAF-04-04:MQM9701/U1"; iblinkinfo of an SB7700: "MF0;SB7700:MSB7700/U1")."""
+    return f"MF0;{name}:M{model.upper()}/U1"
+
+
+def far_ends(plan: dict[str, Any], node_d: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """Rail index -> the far end of its cable as the plan wires it (the same `rail_neighbours` the
+    cabling validator compares with): the leaf's node description and the leaf port. Empty when the plan
+    has no fabric entry for the node or the rails are not InfiniBand (RoCE neighbours come from LLDP)."""
+    from clusterforge.plan.desired_fabric import fabric_entry, rail_neighbours
+
+    fabric = fabric_entry(plan, str(node_d.get("fabric")))
+    if fabric is None or not all("leaf" in r for r in node_d.get("rails", [])):
+        return {}
+    return {
+        int(w["rail"]): {
+            "description": switch_description(str(w["switch"]), str(fabric["switch_model"])),
+            "port": int(w["switch_port"]),
+        }
+        for w in rail_neighbours(node_d, fabric)
+        if w["link_layer"] == "InfiniBand"
+    }
+
+
 def initial_state(plan: dict[str, Any], node_name: str) -> dict[str, Any]:
     """The node's first state.json, from its plan.json entry, its SKU and the plan's software."""
     node_d = next((n for n in plan["nodes"] if n["name"] == node_name), None)
@@ -188,6 +214,10 @@ def initial_state(plan: dict[str, Any], node_name: str) -> dict[str, Any]:
         raise KeyError(f"node {node_name!r} is not in the plan")
     sku = copy.deepcopy(plan["skus"][node_d["sku"]])
     software = copy.deepcopy(plan.get("software") or {})
+    nics = _nics(node_d, sku, software)
+    ends = far_ends(plan, node_d)
+    for n in nics:
+        n["far_end"] = ends.get(int(n["rail"]))
     return {
         "schema": SCHEMA,
         "node": {
@@ -208,7 +238,7 @@ def initial_state(plan: dict[str, Any], node_name: str) -> dict[str, Any]:
         "sku": sku,
         "software": software,
         "gpus": _gpus(node_name, sku),
-        "nics": _nics(node_d, sku, software),
+        "nics": nics,
         "kernel": {
             "root_uuid": str(uuid.UUID(_h(node_name, "root")[:32])),
             "cmdline": None,  # set at each boot from /boot/grub/grub.cfg
@@ -334,6 +364,18 @@ def port_rate(st: dict[str, Any], nic: dict[str, Any]) -> int:
 
 def port_up(st: dict[str, Any], nic: dict[str, Any]) -> bool:
     return nic["rail"] not in targets(st, "rail-down", "rail", len(st["nics"]))
+
+
+def far_end(st: dict[str, Any], nic: dict[str, Any]) -> dict[str, Any] | None:
+    """What the rail's cable reaches: the planned far end, or the other rail's under a ``cable-swap``
+    fault (None when the plan wired it to nothing the simulator knows)."""
+    swap = sorted(targets(st, "cable-swap", "rail", len(st["nics"])))
+    rail = int(nic["rail"])
+    if len(swap) == 2 and rail in swap:
+        other = swap[1] if rail == swap[0] else swap[0]
+        nic = next((n for n in st["nics"] if int(n["rail"]) == other), nic)
+    end: dict[str, Any] | None = nic.get("far_end")
+    return end
 
 
 def nic_by(st: dict[str, Any], name: str) -> dict[str, Any] | None:
