@@ -198,13 +198,23 @@ def test_free_space(node: NodeExpect, probe: Probe) -> None:
     )
 
 
+#: lsblk(8) exit status: 32 none of the named devices found, 64 some found and some not - the kernel's word
+#: that a device is absent (seen on a real H100 VM without NVMe), judged below, not a failed tool
+LSBLK_ABSENT = (32, 64)
+
+
+def _lsblk_or_none(text: str) -> list[lsblk.BlockDev]:
+    return lsblk.parse(text) if text.strip() else []
+
+
 @pytest.mark.quick
 @has_scratch
 def test_scratch(node: NodeExpect, probe: Probe) -> None:
     """Scratch is the declared device (or a RAID0 array of exactly the declared devices), with the declared
     filesystem, mounted at its mount point."""
     sc = _st(node)["scratch"]
-    devs = {d.name: d for top in probe.parse(lsblk_cmd(sc["devices"]), lsblk.parse) for d in top.walk()}
+    tops = probe.parse(lsblk_cmd(sc["devices"]), _lsblk_or_none, ok=(0, *LSBLK_ABSENT))
+    devs = {d.name: d for top in tops for d in top.walk()}
     want = (
         f"{sc['filesystem']} on {sc['device']} ({sc['raid']}: {', '.join(sc['devices'])}) at {sc['target']}"
     )

@@ -149,6 +149,14 @@ def test_scratch_single_device_on_a_real_capture(node: NodeExpect) -> None:
         st.test_scratch(other, FakeNode({cmd: (0, real(LSBLK))}))
 
 
+def test_scratch_devices_absent_are_measured(node: NodeExpect) -> None:
+    """lsblk exits 32 when none of the named devices exists (64: some): the devices are absent - fail naming
+    them, not an error (seen on a real H100 VM without NVMe)."""
+    cmd = st.lsblk_cmd(["/dev/nvme3n1p1"])
+    with pytest.raises(CheckFailed, match=r"scratch devices: .*found missing: /dev/nvme3n1p1"):
+        st.test_scratch(node, FakeNode({cmd: (32, "")}))
+
+
 def _raid_lsblk(members: int) -> str:
     md = {"name": "/dev/md127", "type": "raid0", "fstype": "xfs", "mountpoint": "/raid", "size": 2}
     devs = [
