@@ -194,9 +194,10 @@ def _node_entries(x: _Ctx, i: int, sku: Sku) -> None:
 
 def _eth_nics(x: _Ctx) -> None:
     """The management and storage networks use no more NICs per node than every pool's SKU has
-    (`management_nic.count`, `storage_nics.count`)."""
+    (`management_nic.count`, `storage_nics.count`); the storage network is no faster than the SKU's storage
+    NICs (`storage_nics.speed_gbps`)."""
     c, bad = x.c, x.bad
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, ...]] = set()
     for p in c.pools:
         sku = x.skus.get(p.sku)
         if sku is None:
@@ -215,6 +216,20 @@ def _eth_nics(x: _Ctx) -> None:
                     f"at most the {nics.count} {net_name} NIC(s) of SKU {sku.name} ({what}.count)",
                     str(net.nics_per_node),
                     f"set nics_per_node <= {nics.count}, or use a SKU with more {net_name} NICs",
+                )
+            if (
+                net_name == "storage"
+                and net.speed_gbps > nics.speed_gbps
+                and (net_name, sku.name, "speed") not in seen
+            ):
+                # the data path runs at the NICs' speed: the BOM's optics and the storage NIC check would not
+                seen.add((net_name, sku.name, "speed"))
+                bad(
+                    ("fabrics", net_name, "speed_gbps"),
+                    f"at most the {nics.speed_gbps} Gb/s of SKU {sku.name}'s {net_name} NICs "
+                    f"({what}.speed_gbps)",
+                    f"{net.speed_gbps} Gb/s",
+                    f"set speed_gbps <= {nics.speed_gbps}, or use a SKU with faster {net_name} NICs",
                 )
 
 

@@ -414,3 +414,19 @@ def test_nic_firmware_of_another_nic_family() -> None:
     assert "compute NICs of pool roce" in p.expected
     assert "versions 28.x" in p.expected and p.found == "20.39.1002"
     assert "cannot share one pin" in p.fix
+
+
+def test_storage_network_faster_than_the_nics() -> None:
+    """A 400 Gb/s storage network for the lab SKUs, whose storage NICs run slower: the links cannot."""
+    import re
+
+    text = re.sub(r"storage: \{speed_gbps: \d+", "storage: {speed_gbps: 800", LAB, count=1)
+    assert text != LAB
+    found = problems(text)
+    assert {p.path for p in found} == {"fabrics.storage.speed_gbps"} and len(found) == 2  # one per SKU
+    assert all(
+        p.found == "800 Gb/s" and "storage NICs (storage_nics.speed_gbps)" in p.expected for p in found
+    )
+    assert {"h100-sxm-8x400g-roce", "h100-sxm-8x400g-ib"} == {
+        p.expected.split("SKU ")[1].split("'")[0] for p in found
+    }
