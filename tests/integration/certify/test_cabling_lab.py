@@ -43,7 +43,12 @@ def _checks(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["check_id"]: c for c in node["checks"]}
 
 
-def test_crossed_rail_cables_fail_naming_both_and_pass_once_fixed(certify_lab: Any) -> None:
+def test_crossed_rail_cables_fail_naming_both_and_pass_once_fixed(
+    certify_lab: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # records of their own: these runs (fail, then pass) must not become the node's flapping history in the
+    # suite's records, which the fault rounds of test_certify_lab.py build on
+    monkeypatch.setenv("CLUSTERFORGE_DB", str(tmp_path / "records.db"))
     from clusterforge.lab.labplan import load
     from clusterforge.plan.desired_fabric import fabric_entry, rail_neighbours
 

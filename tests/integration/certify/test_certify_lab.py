@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from clusterforge.checks.registry import base_id
+
 pytestmark = pytest.mark.lab
 
 # fault -> (params, checks that must not pass, checks allowed not to pass (regexes), verdict)
@@ -35,7 +37,8 @@ FAULTS: dict[str, tuple[dict[str, Any], set[str], str, str]] = {
     "rail-down": (
         {"rail": 1},
         {"rdma.port[rail1]", "rdma.netdev[rail1]"},
-        r"rdma\.(port|netdev|active_mtu|roce_gid)\[rail1\]",
+        # a down port answers no neighbour query either (LLDP on RoCE, smpquery on InfiniBand)
+        r"rdma\.(port|netdev|active_mtu|roce_gid)\[rail1\]|cabling\.rail_neighbour\[rail1\]",
         "fail",
     ),
     "row-remap-pending": ({"gpu": 2}, {"gpu.remapped_rows"}, r"gpu\.remapped_rows", "fail"),
@@ -173,8 +176,11 @@ def test_faults_fail_exactly_their_checks_and_drain(certify_lab: Any, round_no: 
             if c["status"] == "fail":
                 assert "expected" in c["message"] and "found" in c["message"] and "Fix:" in c["message"], c
         assert states[node].state == "drained", (node, states[node])
-        assert states[node].reason.startswith("clusterforge: failed "), states[node].reason
-        assert sorted(found)[0] in states[node].reason
+        # the registry's reason: `clusterforge: <check> [<component>]: <action> ...` for the worst check
+        reason = states[node].reason
+        assert reason.startswith("clusterforge: "), reason
+        assert any(base_id(c) in reason for c in found), (reason, found)
+        assert re.search(r": (drain|reset_gpu|reboot|service)\b", reason), reason
 
 
 def test_unreachable_and_hung_tool(certify_lab: Any) -> None:
