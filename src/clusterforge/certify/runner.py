@@ -26,7 +26,7 @@ from typing import Any
 from clusterforge import assets
 from clusterforge.certify.results import CheckResult, NodeResult, read_results
 from clusterforge.childenv import child_env
-from clusterforge.remote.ssh import SshSetup, reachable, ssh_setup
+from clusterforge.remote.ssh import BOOT_WAIT_S, SshSetup, booted, reachable, ssh_setup
 
 TIER_MARKERS = {"quick": "quick", "full": "quick or full", "burnin": "burnin"}
 DEADLINE_S = {"quick": 900, "full": 4 * 3600, "burnin": 24 * 3600}
@@ -168,6 +168,21 @@ def unreachable_result(node: str, why: str) -> NodeResult:
     return NodeResult(node, [check], complete=True, unreachable=True, note=f"unreachable: {why}")
 
 
+def booting_result(node: str, state: str) -> NodeResult:
+    """A node that answers SSH but whose units are still starting (or stopping, or in rescue mode): not
+    measured, so `error` and incomplete, never a verdict on its settings."""
+    check = CheckResult(
+        node,
+        "node.booted",
+        "error",
+        f"{node} not booted: systemd is {state} after {BOOT_WAIT_S} s",
+        expected="systemctl is-system-running: running or degraded",
+        found=state,
+        fix="look for the unit that holds the boot up (systemctl list-jobs) and certify once it finished",
+    )
+    return NodeResult(node, [check], complete=False, note=f"incomplete: systemd {state}")
+
+
 def certify_nodes(
     plan_doc: dict[str, Any],
     inventory: Path,
@@ -181,7 +196,8 @@ def certify_nodes(
     deadline_s: float | None = None,
     env: Mapping[str, str] | None = None,
 ) -> dict[str, NodeResult]:
-    """Validator results per node (plan order). Unreachable nodes get one `ssh.reachable` error; a node whose
+    """Validator results per node (plan order). Unreachable nodes get one `ssh.reachable` error, a node still
+    booting (systemd starting its units, waited for up to BOOT_WAIT_S) one `node.booted` error; a node whose
     run is killed or cut short is incomplete (verdict error, never pass). `env` is added to the validators'
     environment: the target's (`clusterforge.targets`; e.g. the lab BMCs' account for the bios validator)."""
     if tier not in TIER_MARKERS:
@@ -199,8 +215,11 @@ def certify_nodes(
         if progress:
             progress(node, "connect", {})
         ok, why = reachable(ssh, node)
+        up, state = booted(ssh, node) if ok else (False, "")
         if not ok:
             res = unreachable_result(node, why)
+        elif not up:
+            res = booting_result(node, state)
         else:
             run = NodeRun(node, workdir / f"{node}.jsonl", deadline_s or DEADLINE_S[tier])
             run_node(pytest_argv(plan_path, ssh, node, tier, run.results), run, progress, cancel, child)

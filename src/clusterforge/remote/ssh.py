@@ -19,6 +19,11 @@ from clusterforge.errors import ClusterforgeError
 from clusterforge.remote.inventory import connection_vars, inventory_sources
 
 SSH_PROBE_S = 60  # a slow login (pam_systemd waits up to 25 s on a busy logind) is not an unreachable node
+#: how long a node that answers SSH may still be starting its units (sshd comes up before the units that
+#: apply non-persistent settings at boot, e.g. RoCE QoS): measured then, those would read as wrong
+BOOT_WAIT_S = 180
+#: systemd's states (`systemctl is-system-running`) in which a node is not (yet, or any more) in service
+NOT_BOOTED = frozenset({"initializing", "starting", "stopping", "maintenance"})
 
 
 def ssh_argv(
@@ -149,6 +154,29 @@ def reachable(ssh: SshSetup, node: str, tries: int = 3) -> tuple[bool, str]:
         time.sleep(1)
         ok, why = _probe(ssh, node)
     return ok, why
+
+
+def booted(ssh: SshSetup, node: str, wait_s: int = BOOT_WAIT_S) -> tuple[bool, str]:
+    """Whether systemd finished starting the node (`is-system-running --wait`, at most `wait_s` on the node),
+    with its state word. `running` and `degraded` are booted (a failed unit is the checks' business); a
+    node without systemd as init (`offline`, `unknown`, no systemctl) is taken as booted: nothing to wait
+    for. Run over the node's ControlMaster (after `reachable`)."""
+    wait = f"timeout {int(wait_s)} systemctl is-system-running --wait >/dev/null 2>&1"
+    script = f"{wait}; systemctl is-system-running"
+    try:
+        p = subprocess.run(
+            ssh_argv(ssh.target(node), script, config=ssh.config),
+            capture_output=True,
+            text=True,
+            timeout=wait_s + SSH_PROBE_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"no answer to systemctl is-system-running within {wait_s + SSH_PROBE_S} s"
+    words = p.stdout.split()
+    state = words[-1] if words else "unknown"
+    return state not in NOT_BOOTED, state
 
 
 def _probe(ssh: SshSetup, node: str) -> tuple[bool, str]:

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +41,18 @@ def _site(tmp: Path, target: str, jump_ip: str, jump_port: int, conn: dict[str, 
     return site
 
 
-def _logins_from(certify_lab: Any, node: str, since: float) -> list[str]:
-    """The source addresses of the SSH logins `node`'s sshd accepted since `since` (its journal)."""
+def _cursor(certify_lab: Any, node: str) -> str:
+    """The node journal's position now: logins after it are the ones the step under test made (a time
+    window would also catch the previous test's last logins, a second before)."""
+    out = certify_lab.lab.exec(node, ["journalctl", "--no-pager", "-n", "1", "-o", "cat", "--show-cursor"])
+    text = out.stdout if hasattr(out, "stdout") else str(out)
+    return text.strip().rsplit("-- cursor: ", 1)[1].split()[0]
+
+
+def _logins_from(certify_lab: Any, node: str, cursor: str) -> list[str]:
+    """The source addresses of the SSH logins `node`'s sshd accepted after `cursor` (its journal)."""
     out = certify_lab.lab.exec(  # type: ignore[attr-defined]
-        node, ["journalctl", "--no-pager", "-o", "cat", f"--since=@{int(since)}", "_COMM=sshd"]
+        node, ["journalctl", "--no-pager", "-o", "cat", f"--after-cursor={cursor}", "_COMM=sshd"]
     )
     text = out.stdout if hasattr(out, "stdout") else str(out)
     return [
@@ -67,7 +74,7 @@ def test_certification_and_ansible_go_through_a_site_jump_host(certify_lab: Any,
     site = _site(tmp_path, target, jump_ip, 22, _conn(certify_lab, target))
     spec = str(certify_lab.spec)
 
-    since = time.time() - 1
+    since = _cursor(certify_lab, target)
     out = tmp_path / "quick.json"
     r = _run(
         ["certify", spec, "--tier", "quick", "--limit", target, "--format", "json", "--output", str(out)],
@@ -82,7 +89,7 @@ def test_certification_and_ansible_go_through_a_site_jump_host(certify_lab: Any,
     )
 
     # Ansible (provision --check, the preflight role only) over the same site setting
-    since = time.time() - 1
+    since = _cursor(certify_lab, target)
     r = _run(["provision", spec, "--check", "--tags", "preflight", "--limit", target], site)
     assert r.returncode == 0, (
         f"provision --check through the jump host: rc {r.returncode}\n{r.stdout}\n{r.stderr}"
