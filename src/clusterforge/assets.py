@@ -1,15 +1,17 @@
 """Where clusterforge's non-Python parts are: the Ansible playbooks and roles (with the `clusterforge.node`
-collection), the validators, the Pulumi program, and the third-party Ansible collections.
+collection), the validators, the Pulumi program, the alert rules and dashboards, and the third-party
+Ansible collections.
 
 They ship inside the package (`clusterforge/_assets/`: in a checkout these are links to the repository's
-`playbooks/`, `validators/` and `stacks/`; a wheel holds copies), so an installed tool runs outside a
-checkout. A site points any of them elsewhere with an environment setting:
+`playbooks/`, `validators/`, `stacks/` and `monitoring/`; a wheel holds copies), so an installed tool runs
+outside a checkout. A site points any of them elsewhere with an environment setting:
 
 | part | setting |
 |---|---|
 | playbooks | `CLUSTERFORGE_PLAYBOOKS` |
 | validators | `CLUSTERFORGE_VALIDATORS` |
 | Pulumi program | `CLUSTERFORGE_STACKS` |
+| alert rules, Grafana dashboards | `CLUSTERFORGE_MONITORING` |
 | Ansible collections (ansible.posix, community.general) | `CLUSTERFORGE_COLLECTIONS_DIR` |
 """
 
@@ -51,6 +53,11 @@ def validators() -> Path:
 def stacks() -> Path:
     """The Pulumi projects (stacks/cluster)."""
     return _asset("stacks", "CLUSTERFORGE_STACKS", "cluster/Pulumi.yaml")
+
+
+def monitoring() -> Path:
+    """The Prometheus alert rules (alerts/clusterforge.rules.yml) and Grafana dashboards (grafana/)."""
+    return _asset("monitoring", "CLUSTERFORGE_MONITORING", "alerts/clusterforge.rules.yml")
 
 
 def collections_dir() -> Path:

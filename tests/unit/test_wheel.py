@@ -36,6 +36,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "clusterforge/_assets/playbooks/roles/os_tuning/tasks/main.yml",
         "clusterforge/_assets/validators/conftest.py",
         "clusterforge/_assets/stacks/cluster/Pulumi.yaml",
+        "clusterforge/_assets/monitoring/alerts/clusterforge.rules.yml",
         "clusterforge/spec/catalog/h100-sxm-8x400g-ib.yaml",
     ):
         assert needed in names, needed
@@ -58,7 +59,8 @@ def _run(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_wheel_finds_its_assets_outside_a_checkout(installed: Path, tmp_path: Path) -> None:
     code = (
         "import json, clusterforge, clusterforge.assets as a;"
-        "print(json.dumps([clusterforge.__file__, str(a.playbooks()), str(a.validators()), str(a.stacks())]))"
+        "print(json.dumps([clusterforge.__file__, str(a.playbooks()), str(a.validators()), str(a.stacks()),"
+        "str(a.monitoring())]))"
     )
     proc = _run(installed, tmp_path, "-c", code)
     assert proc.returncode == 0, proc.stderr

@@ -27,6 +27,7 @@ from clusterforge.lab import (
     net,
     node,
     procs,
+    prometheus,
     sshkeys,
 )
 from clusterforge.lab.labplan import LabNode, LabPlan
@@ -133,6 +134,8 @@ class Lab:
         self._bmcs_up()
         # the leaf switches' LLDP (RoCE rails): what each node's lldpd hears, from the lab's real wiring
         lldp_emulator.start(self.plan.raw, self.root)
+        # a site's Prometheus: every node's exporters, the project's alert rules
+        prometheus.start(self.plan.raw, self.root)
 
     def _bmcs_up(self) -> None:
         """The lab BMCs (clusterforge.lab.bmc): started for the plan's nodes with a `bmc`; none when the plan
@@ -154,6 +157,7 @@ class Lab:
         """Stop the BMCs, the controller and the repository server; remove bridges when no node is left."""
         bmc.stop_bmcs(self.root)
         lldp_emulator.stop(self.root)
+        prometheus.stop(self.root)
         self.slurm.stop()
         self.repo.stop()
         self.proxy.stop()
@@ -367,6 +371,8 @@ class Lab:
                 **self.slurm.running(),
                 "apt_repo": self.repo.pid(),
                 "lldp_emulator": lldp_emulator.running(self.root),
+                "prometheus": prometheus.running(self.root),
+                "prometheus_url": prometheus.url(),
                 "apt_repo_url": self.repo.url,
                 "apt_proxy": self.proxy.pid(),
                 "apt_proxy_url": self.proxy.url,
@@ -394,6 +400,7 @@ class Lab:
             "daemons": [f"{k}={v}" for k, v in self.slurm.running().items() if v]
             + ([f"apt={self.repo.pid()}"] if self.repo.pid() else [])
             + ([f"apt-proxy={self.proxy.pid()}"] if self.proxy.pid() else [])
+            + ([f"prometheus={pid}"] if (pid := prometheus.running(self.root)) else [])
             + [f"bmc:{name}={pid}" for name, pid in self._bmc_pids().items() if pid],
         }
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterforge.metrics.prometheus_config import render
+from clusterforge.plan.prometheus_config import render
 from tests.conftest import REPO, example_plan
 
 RULES = REPO / "monitoring" / "alerts" / "clusterforge.rules.yml"
