@@ -2,8 +2,8 @@
 
 Spec values, node names, paths and tool output reach the terminal only through these helpers: `safe` for
 text placed inside a markup string (`console.print(f"[bold]»[/] {safe(name)}")`) or a table cell, `literal`
-for a whole message printed as-is with an optional style. The escaping of control characters is
-`clusterforge.errors.printable`.
+for a whole message printed as-is with an optional style, `md_cell` for a value in a Markdown table row of
+a report. The escaping of control characters is `clusterforge.errors.printable`.
 """
 
 from __future__ import annotations
@@ -48,3 +48,8 @@ def console(stderr: bool = False) -> Console:
     if stream.isatty():
         return Console(stderr=stderr)
     return Console(stderr=stderr, width=PLAIN_WIDTH, no_color=True, highlight=False, emoji=False)
+
+
+def md_cell(text: str) -> str:
+    """`text` as one cell of a Markdown table row: `|` escaped, line breaks folded to spaces."""
+    return text.replace("|", "\\|").replace("\n", " ")

@@ -22,3 +22,9 @@ def test_plain_wide_console_when_not_a_terminal(monkeypatch: pytest.MonkeyPatch)
     console.print(t)
     assert cell in buf.getvalue() and "…" not in buf.getvalue()
     assert "\x1b[" not in buf.getvalue()
+
+
+def test_md_cell_keeps_a_value_in_its_cell() -> None:
+    row = "| " + term.md_cell("a|b") + " | " + term.md_cell("two\nlines") + " |"
+    assert row == "| a\\|b | two lines |"
+    assert row.replace("\\|", "").count("|") == 3, "three column separators, none from the values"

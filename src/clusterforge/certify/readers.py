@@ -12,18 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from clusterforge.hw import ParseError
+from clusterforge.hw._common import parse_cpulist
 
 
 def cpulist(text: str) -> list[int]:
-    """``0-3,8,10-11`` → [0, 1, 2, 3, 8, 10, 11]."""
-    text = text.strip()
-    if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text):
-        raise ParseError("cpulist", f"not a CPU list: {text!r}")
-    cpus: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
+    """``0-3,8,10-11`` → [0, 1, 2, 3, 8, 10, 11] (the hw parsers' rule); a ParseError for anything else."""
+    try:
+        return list(parse_cpulist(text))
+    except ValueError as exc:
+        raise ParseError("cpulist", str(exc)) from None
 
 
 _CPU_STATE = re.compile(r"(?:^|/)cpu(?P<cpu>\d+)/cpuidle/state(?P<state>\d+)/(?P<attr>\w+)$")

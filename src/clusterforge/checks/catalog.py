@@ -9,7 +9,7 @@ source in `refs` (keys of `REFS`); numbers without a source are clusterforge's o
 from __future__ import annotations
 
 from clusterforge.checks.catalog_storage import STORAGE
-from clusterforge.checks.model import Action, Check, Cost, Severity
+from clusterforge.checks.model import Action, Check, Severity, validator_check
 from clusterforge.checks.passive import PASSIVE
 
 REFS: dict[str, str] = {
@@ -33,34 +33,7 @@ REFS: dict[str, str] = {
 _HW_GPU = ("gpu",)
 
 
-def _v(
-    cid: str,
-    title: str,
-    *,
-    tiers: tuple[str, ...] = ("quick",),
-    severity: Severity = "major",
-    cost: Cost = "cheap",
-    action: Action = "drain",
-    remedies: tuple[Action, ...] = (),
-    fix: str = "re-provision the node (`clusterforge provision --limit NODE`), then re-certify",
-    ticket: str = "",
-    refs: tuple[str, ...] = (),
-) -> Check:
-    return Check(
-        cid,
-        title,
-        "validator",
-        severity,
-        "active",
-        cost,
-        action,
-        remedies,
-        tiers=tiers,
-        fix=fix,
-        ticket=ticket,
-        refs=refs,
-    )
-
+_v = validator_check
 
 _HW = "hardware: replace the part or open a service ticket"
 _FULL = ("full", "burnin")

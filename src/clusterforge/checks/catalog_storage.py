@@ -2,37 +2,15 @@
 
 from __future__ import annotations
 
-from clusterforge.checks.model import Action, Check, Cost, Severity
+from functools import partial
+
+from clusterforge.checks.model import Check, validator_check
 
 _FULL = ("full", "burnin")
 _REPROVISION = "re-provision the node (`clusterforge provision --tags storage --limit NODE`), then re-certify"
 
 
-def _s(
-    cid: str,
-    title: str,
-    *,
-    tiers: tuple[str, ...] = ("quick",),
-    severity: Severity = "major",
-    cost: Cost = "cheap",
-    action: Action = "drain",
-    remedies: tuple[Action, ...] = (),
-    fix: str = _REPROVISION,
-    ticket: str = "",
-) -> Check:
-    return Check(
-        cid,
-        title,
-        "validator",
-        severity,
-        "active",
-        cost,
-        action,
-        remedies,
-        tiers=tiers,
-        fix=fix,
-        ticket=ticket,
-    )
+_s = partial(validator_check, fix=_REPROVISION)
 
 
 STORAGE: tuple[Check, ...] = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from clusterforge.checks.catalog import ALL, REFS
 from clusterforge.checks.model import ACTION_MEANING, ACTIONS, COST_MEANING, COSTS, Check
+from clusterforge.term import md_cell
 
 HEADER = """# Checks
 
@@ -19,10 +20,6 @@ within a window (`clusterforge.checks.rules.decide`). A drain reason names the c
 """
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _row(c: Check) -> str:
     rules = "; ".join(r.describe() for r in c.rules) or "–"
     then = " → ".join(c.remedies) or "–"
@@ -30,8 +27,8 @@ def _row(c: Check) -> str:
     refs = ", ".join(c.refs) or "–"
     tiers = ", ".join(c.tiers) if c.tiers else "–"
     return (
-        f"| `{c.id}` | {_cell(c.title)} | {c.severity} | {c.mode} | {c.cost} | {tiers} | {c.action} | {then} "
-        f"| {ticket} | {_cell(rules)} | {refs} |"
+        f"| `{c.id}` | {md_cell(c.title)} | {c.severity} | {c.mode} | {c.cost} | {tiers} | {c.action} "
+        f"| {then} | {ticket} | {md_cell(rules)} | {refs} |"
     )
 
 

@@ -95,3 +95,36 @@ class Check:
     def chain(self) -> str:
         """`drain: reset_gpu → service` (NVIDIA's notation)."""
         return self.action + (": " + " → ".join(self.remedies) if self.remedies else "")
+
+
+REPROVISION_FIX = "re-provision the node (`clusterforge provision --limit NODE`), then re-certify"
+
+
+def validator_check(
+    cid: str,
+    title: str,
+    *,
+    tiers: tuple[str, ...] = ("quick",),
+    severity: Severity = "major",
+    cost: Cost = "cheap",
+    action: Action = "drain",
+    remedies: tuple[Action, ...] = (),
+    fix: str = REPROVISION_FIX,
+    ticket: str = "",
+    refs: tuple[str, ...] = (),
+) -> Check:
+    """A validator's registry entry: active, quick tier, major, cheap, drain unless told otherwise."""
+    return Check(
+        cid,
+        title,
+        "validator",
+        severity,
+        "active",
+        cost,
+        action,
+        remedies,
+        tiers=tiers,
+        fix=fix,
+        ticket=ticket,
+        refs=refs,
+    )

@@ -10,6 +10,22 @@ import typer
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 
+def _write_or_check(text: str, output: Path | None, check: bool, command: str) -> None:
+    """A file rendered from the registry: printed, written to OUTPUT, or with --check compared with OUTPUT
+    (exit 3 and the command that regenerates it when it differs)."""
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    if check:
+        same = output.is_file() and output.read_text() == text
+        if not same:
+            typer.echo(
+                f"{output} is out of date: run `clusterforge checks {command} --output {output}`", err=True
+            )
+        raise typer.Exit(0 if same else 3)
+    output.write_text(text)
+
+
 @app.command("list")
 def list_checks(
     source: Annotated[str | None, typer.Option(help="validator | burnin | passive")] = None,
@@ -32,16 +48,7 @@ def docs(
     """Render docs/checks.md from the registry."""
     from clusterforge.checks.docs import render
 
-    text = render()
-    if output is None:
-        typer.echo(text, nl=False)
-        return
-    if check:
-        same = output.is_file() and output.read_text() == text
-        if not same:
-            typer.echo(f"{output} is out of date: run `clusterforge checks docs --output {output}`", err=True)
-        raise typer.Exit(0 if same else 3)
-    output.write_text(text)
+    _write_or_check(render(), output, check, "docs")
 
 
 @app.command("node-policy")
@@ -54,15 +61,4 @@ def node_policy(
     """Render the node-side health check's policy (the monitoring role's files/health-policy.json)."""
     from clusterforge.checks.node_policy import render
 
-    text = render()
-    if output is None:
-        typer.echo(text, nl=False)
-        return
-    if check:
-        same = output.is_file() and output.read_text() == text
-        if not same:
-            typer.echo(
-                f"{output} is out of date: run `clusterforge checks node-policy --output {output}`", err=True
-            )
-        raise typer.Exit(0 if same else 3)
-    output.write_text(text)
+    _write_or_check(render(), output, check, "node-policy")

@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from clusterforge.drift.model import DriftReport
+from clusterforge.term import md_cell
 
 
 def text(r: DriftReport, allow_unreachable: bool = False) -> str:
@@ -57,10 +58,6 @@ def junit(r: DriftReport) -> str:
     return ET.tostring(suite, encoding="unicode") + "\n"
 
 
-def _md(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(r: DriftReport, allow_unreachable: bool = False) -> str:
     by = r.by_node()
     head = "❌ drift found" if r.drifted(allow_unreachable) else "✅ no drift"
@@ -74,10 +71,12 @@ def markdown(r: DriftReport, allow_unreachable: bool = False) -> str:
         out += ["| node | setting | expected | actual | source |", "|---|---|---|---|---|"]
         for i in sorted(r.items, key=lambda x: (x.node, x.setting)):
             out.append(
-                "| " + " | ".join(_md(v) for v in (i.node, i.setting, i.expected, i.actual, i.source)) + " |"
+                "| "
+                + " | ".join(md_cell(v) for v in (i.node, i.setting, i.expected, i.actual, i.source))
+                + " |"
             )
     if r.errors:
-        out += ["", "**Could not check:**"] + [f"- {_md(e)}" for e in r.errors]
+        out += ["", "**Could not check:**"] + [f"- {md_cell(e)}" for e in r.errors]
     return "\n".join(out) + "\n"
 
 

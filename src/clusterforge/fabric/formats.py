@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from clusterforge.fabric.model import FabricReport
+from clusterforge.term import md_cell
 
 LABEL = {
     "swapped": "SWAP", "wrong_port": "PORT", "wrong_device": "WIRED", "missing": "MISSING",
@@ -56,21 +57,17 @@ def junit(r: FabricReport, allow_unchecked: bool = False) -> str:
     return ET.tostring(suite, encoding="unicode") + "\n"
 
 
-def _md(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(r: FabricReport, allow_unchecked: bool = False) -> str:
     head = "❌ fabric not as planned" if r.deviated(allow_unchecked) else "✅ fabric as planned"
-    out = [f"### {head} — `{r.cluster}` (plan `{r.plan_hash[:12]}`)", "", _md(_head(r)), ""]
+    out = [f"### {head} — `{r.cluster}` (plan `{r.plan_hash[:12]}`)", "", md_cell(_head(r)), ""]
     if r.findings:
         out += ["| problem | cables | finding | fix |", "|---|---|---|---|"]
         out += [
-            f"| {f.problem} | {_md(', '.join(f.cables))} | {_md(f.message)} | {_md(f.fix)} |"
+            f"| {f.problem} | {md_cell(', '.join(f.cables))} | {md_cell(f.message)} | {md_cell(f.fix)} |"
             for f in r.findings
         ]
     if r.errors:
-        out += ["", "**Not checked:**"] + [f"- {_md(e)}" for e in r.errors]
+        out += ["", "**Not checked:**"] + [f"- {md_cell(e)}" for e in r.errors]
     return "\n".join(out) + "\n"
 
 

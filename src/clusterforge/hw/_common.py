@@ -28,6 +28,20 @@ def split_lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
+def content_lines(tool: str, text: str, partial: bool, elided: str) -> Iterator[tuple[int, str, str]]:
+    """(1-based line number, raw line, stripped line) of each non-blank line. An elision marker is skipped
+    with ``partial``, else a ParseError with the message ``elided``."""
+    for line_no, raw in enumerate(split_lines(text), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        if is_elision(line):
+            if partial:
+                continue
+            raise ParseError(tool, elided, line_no=line_no, line=raw)
+        yield line_no, raw, line
+
+
 def numbered(lines: list[str]) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, line)."""
     return ((i + 1, line) for i, line in enumerate(lines))

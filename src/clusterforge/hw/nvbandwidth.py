@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ._common import is_elision, require_text, split_lines, to_float
+from ._common import content_lines, require_text, to_float
 from .errors import ParseError
 
 TOOL = "nvbandwidth"
@@ -94,14 +94,7 @@ def parse(text: str, *, partial: bool = False) -> NvBandwidth:
     header: dict[str, str] = {}
     devices: dict[int, str] = {}
     cases: list[_Case] = []
-    for line_no, raw in enumerate(split_lines(text), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        if is_elision(line):
-            if partial:
-                continue
-            raise ParseError(TOOL, "elided output ('[...]')", line_no=line_no, line=raw)
+    for line_no, raw, line in content_lines(TOOL, text, partial, "elided output ('[...]')"):
         if m := _RUNNING_RE.match(line):
             if any(c.name == m.group("name") for c in cases):
                 raise ParseError(TOOL, f"testcase {m.group('name')} run twice", line_no=line_no, line=raw)

@@ -229,17 +229,7 @@ def finish_stop(node: LabNode, paths: NodePaths, sup: int | None, timeout: float
 
 def stray_processes(under: Path) -> list[int]:
     """Processes whose command line names a path under `under` (supervisors, nspawn, lab daemons)."""
-    key = str(under).encode()
-    out = []
-    for pid in procs.all_pids():
-        if pid == os.getpid():
-            continue
-        try:
-            if key in Path(f"/proc/{pid}/cmdline").read_bytes() and procs.pid_alive(pid):
-                out.append(pid)
-        except OSError:
-            continue
-    return out
+    return procs.pids_by_cmdline(str(under))
 
 
 def upper_size(paths: NodePaths) -> int:

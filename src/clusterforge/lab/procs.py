@@ -105,6 +105,21 @@ def all_pids() -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
 
+def pids_by_cmdline(needle: str) -> list[int]:
+    """Every live process but this one whose command line (arguments NUL-separated) contains `needle`."""
+    key = needle.encode()
+    out = []
+    for pid in all_pids():
+        if pid == os.getpid():
+            continue
+        try:
+            if key in Path(f"/proc/{pid}/cmdline").read_bytes() and pid_alive(pid):
+                out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
 def pids_in_netns(inode: int) -> list[int]:
     """Every live process whose network namespace is `inode`."""
     out = []

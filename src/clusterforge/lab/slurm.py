@@ -157,24 +157,13 @@ class SlurmController:
         )
         procs.wait_until(lambda: procs.live_pid(self.munged_pid) is not None, 5)
 
-    def _by_cmdline(self, needle: str) -> list[int]:
-        key = needle.encode()
-        out = []
-        for pid in procs.all_pids():
-            try:
-                if key in Path(f"/proc/{pid}/cmdline").read_bytes() and procs.pid_alive(pid):
-                    out.append(pid)
-            except OSError:
-                continue
-        return out
-
     def stop(self) -> None:
         """Stop this cluster's slurmctld and munged (by pidfile, and by command line if a pidfile is lost)."""
         procs.stop_pid(procs.live_pid(self.ctld_pid, "slurmctld"))
-        for pid in self._by_cmdline(f"-f\0{self.conf}"):
+        for pid in procs.pids_by_cmdline(f"-f\0{self.conf}"):
             procs.stop_pid(pid)
         procs.stop_pid(procs.live_pid(self.munged_pid, "munged"))
-        for pid in self._by_cmdline(f"--key-file={self.munge_key}"):
+        for pid in procs.pids_by_cmdline(f"--key-file={self.munge_key}"):
             procs.stop_pid(pid)
         if MUNGE_SOCKET_DIR.is_dir():
             for f in MUNGE_SOCKET_DIR.iterdir():

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterforge.plan.desired_fabric import nth_netdev
+
 #: fstype in the mount unit, and the types findmnt may show for it (NFS v4 mounts show as nfs4; FUSE
 #: filesystems as fuse.<name>)
 FSTYPES: dict[str, tuple[str, list[str]]] = {
@@ -24,17 +26,6 @@ MD_NAME = "scratch"
 JUICEFS_BIN = "/usr/local/bin/juicefs"
 JUICEFS_CACHE = "juicefs-cache"  # under the scratch mount point, when the node has scratch
 CUFILE_JSON = "/etc/cufile.json"
-
-
-def nth_netdev(base: str, i: int) -> str:
-    """NIC i of a SKU's NIC group named by its first netdev (stor0 -> stor1): plan/cabling.nth_netdev's
-    rule (tests/unit/plan/test_desired_storage.py keeps them equal; importing it here would be circular)."""
-    if i == 0:
-        return base
-    digits = len(base) - len(base.rstrip("0123456789"))
-    if digits:
-        return f"{base[:-digits]}{int(base[-digits:]) + i}"
-    return f"{base}{i}"
 
 
 def unit_name(path: str) -> str:

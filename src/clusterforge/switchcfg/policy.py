@@ -1,14 +1,20 @@
 """The RoCE QoS policy of a plan: one set of numbers that both the hosts and the switches are rendered from.
 
-Everything is derived from `plan.doc["tuning"]["roce"]` (the spec's `tuning.roce`) and the port speed,
-so a host role and a switch rendered from the same plan cannot disagree on a priority or a DSCP value.
-Sources and the reasoning behind each number: docs/switch-qos.md.
+The host's markings (trust, PFC, DSCPs, priorities, ToS, ECN, MTU) are not derived here: they are taken
+from `plan.desired.roce_qos` / `netdev_mtu`, the one computation that also gives every RoCE rail of every
+node its desired state, so a host role and a switch rendered from the same plan cannot disagree on a
+priority or a DSCP value. Only the switch's own numbers (buffers, ECN thresholds, watchdog) are computed
+here, from those markings and the port speed. Sources and the reasoning behind each number:
+docs/switch-qos.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from clusterforge.plan.desired import netdev_mtu
+from clusterforge.plan.desired import roce_qos as rail_qos
 
 # Cumulus Linux / Onyx RoCE defaults: ECN on TC3 from 150 000 B (min) to 1 500 000 B (max), probability 100 %.
 ECN_MIN_BYTES = 150_000
@@ -82,28 +88,28 @@ def roce_qos(plan_doc: dict[str, Any], fabric: str) -> RoceQos:
         raise ValueError(
             f"fabric {fabric!r} is {f['type']}, not roce: it has no Ethernet QoS (see render_ib_qos)"
         )
-    r = plan_doc["tuning"]["roce"]
-    if r["cnp_priority"] == r["lossless_priority"]:
+    host = host_qos(plan_doc)
+    if host["cnp_priority"] == host["lossless_priority"]:
         raise ValueError(
             "tuning.roce.cnp_priority must differ from lossless_priority (CNP must not be paused)"
         )
-    if r["cnp_dscp"] == r["dscp"]:
+    if host["cnp_dscp"] == host["dscp"]:
         raise ValueError("tuning.roce.cnp_dscp must differ from dscp")
-    if DEFAULT_TC in (r["lossless_priority"], r["cnp_priority"]):
+    if DEFAULT_TC in (host["lossless_priority"], host["cnp_priority"]):
         raise ValueError(f"priority {DEFAULT_TC} carries all other traffic; pick another RoCE/CNP priority")
     gbps = int(f["port_speed_gbps"])
     xoff = ECN_MAX_BYTES + int(_bytes_per_us(gbps) * ECN_REACTION_BUDGET_US)
     return RoceQos(
         fabric=fabric,
         port_speed_gbps=gbps,
-        lossless_priority=int(r["lossless_priority"]),
-        dscp=int(r["dscp"]),
-        cnp_dscp=int(r["cnp_dscp"]),
-        cnp_priority=int(r["cnp_priority"]),
-        tos=int(r["tos"]),
-        mtu=int(r["mtu"]),
-        ecn=bool(r["ecn"]),
-        pfc_watchdog=bool(r.get("pfc_watchdog", True)),
+        lossless_priority=host["lossless_priority"],
+        dscp=host["dscp"],
+        cnp_dscp=host["cnp_dscp"],
+        cnp_priority=host["cnp_priority"],
+        tos=host["tos"],
+        mtu=host["mtu"],
+        ecn=host["ecn"],
+        pfc_watchdog=bool(plan_doc["tuning"]["roce"].get("pfc_watchdog", True)),
         ecn_min_bytes=ECN_MIN_BYTES,
         ecn_max_bytes=ECN_MAX_BYTES,
         ecn_probability=ECN_PROBABILITY,
@@ -122,27 +128,25 @@ def fabric_doc(plan_doc: dict[str, Any], fabric: str) -> dict[str, Any]:
 
 
 def host_qos(plan_doc: dict[str, Any]) -> dict[str, Any]:
-    """What every RoCE host is configured with (the same numbers the rdma role gets from group_vars/all.yml).
+    """What every RoCE host is configured with: the QoS of a RoCE rail in the nodes' compiled desired state
+    (`plan.desired.roce_qos`, what the rdma role applies and the validators certify) and its netdev MTU,
+    under the keys the switch renderers and the Pulumi stack output use.
 
     `trust`/`pfc_priorities`/`dscp_to_priority` are what `mlnx_qos --trust dscp --pfc ...` and
     `dcb app add ... dscp-prio` set; `tos` is RDMA-CM's default ToS and NCCL_IB_TC.
     """
-    r = plan_doc["tuning"]["roce"]
-    pfc = [0] * 8
-    pfc[int(r["lossless_priority"])] = 1
+    tuning = plan_doc["tuning"]
+    q = rail_qos(tuning)
     return {
-        "trust": "dscp",
-        "pfc_priorities": [int(r["lossless_priority"])],
-        "pfc_vector": pfc,  # mlnx_qos --pfc 0,0,0,1,0,0,0,0
-        "dscp": int(r["dscp"]),
-        "lossless_priority": int(r["lossless_priority"]),
-        "cnp_dscp": int(r["cnp_dscp"]),
-        "cnp_priority": int(r["cnp_priority"]),
-        "dscp_to_priority": {
-            str(r["dscp"]): int(r["lossless_priority"]),  # JSON/Pulumi: string keys
-            str(r["cnp_dscp"]): int(r["cnp_priority"]),
-        },
-        "tos": int(r["tos"]),
-        "ecn": bool(r["ecn"]),
-        "mtu": int(r["mtu"]),
+        "trust": q["trust"],
+        "pfc_priorities": q["pfc_priorities"],
+        "pfc_vector": q["pfc_vector"],  # mlnx_qos --pfc 0,0,0,1,0,0,0,0
+        "dscp": q["dscp"],
+        "lossless_priority": q["lossless_priority"],
+        "cnp_dscp": q["cnp_dscp"],
+        "cnp_priority": q["cnp_priority"],
+        "dscp_to_priority": q["dscp2prio"],  # JSON/Pulumi: string keys
+        "tos": q["tos"],
+        "ecn": q["ecn"],
+        "mtu": netdev_mtu("Ethernet", tuning),
     }

@@ -55,6 +55,28 @@ class Readback:
         self.deviations.append(Deviation(item, str(expected), str(found)))
 
 
+def _compare_profile(
+    out: Readback,
+    blocks: Iterable[Block],
+    table: str,
+    name: str,
+    want: dict[str, Any],
+    keys: tuple[str, ...],
+) -> dict[str, str] | None:
+    """Profile `name` of the read-back `blocks` against the rendered `want` on `keys`, deviations into
+    `out` under `table|name`; the read-back fields, or None when the profile is absent."""
+    have = profiles(tuple(blocks))
+    item = f"{table}|{name}"
+    got = have.get(name)
+    if got is None:
+        out.add(item, "present", f"absent (profiles: {', '.join(sorted(have)) or 'none'})")
+        return None
+    for k in keys:
+        if got.get(k) != want[k]:
+            out.add(f"{item} {k}", want[k], got.get(k, "unset"))
+    return got
+
+
 def compare_sonic(
     plan_doc: dict[str, Any],
     switch: str,
@@ -93,33 +115,16 @@ def compare_sonic(
     if ecn is None:
         out.not_checked.append("ECN/WRED (ecnconfig -l)")
     else:
-        have = profiles(tuple(ecn))
-        item = f"WRED_PROFILE|{WRED}"
-        got = have.get(WRED)
-        if got is None:
-            out.add(item, "present", f"absent (profiles: {', '.join(sorted(have)) or 'none'})")
-        else:
-            w = want["WRED_PROFILE"][WRED]
-            for k in ("ecn", *WRED_KEYS):
-                if got.get(k) != w[k]:
-                    out.add(f"{item} {k}", w[k], got.get(k, "unset"))
+        _compare_profile(out, ecn, "WRED_PROFILE", WRED, want["WRED_PROFILE"][WRED], ("ecn", *WRED_KEYS))
         out.checked.append("ECN/WRED")
 
     if mmu is None:
         out.not_checked.append("buffers (mmuconfig -l)")
     else:
-        have = profiles(tuple(mmu))
-        item = f"BUFFER_PROFILE|{LOSSLESS_PROFILE}"
-        got = have.get(LOSSLESS_PROFILE)
         b = want["BUFFER_PROFILE"][LOSSLESS_PROFILE]
-        if got is None:
-            out.add(item, "present", f"absent (profiles: {', '.join(sorted(have)) or 'none'})")
-        else:
-            for k in BUFFER_KEYS:
-                if got.get(k) != b[k]:
-                    out.add(f"{item} {k}", b[k], got.get(k, "unset"))
-            if b["pool"] not in got.get("pool", ""):
-                out.add(f"{item} pool", b["pool"], got.get("pool", "unset"))
+        got = _compare_profile(out, mmu, "BUFFER_PROFILE", LOSSLESS_PROFILE, b, BUFFER_KEYS)
+        if got is not None and b["pool"] not in got.get("pool", ""):
+            out.add(f"BUFFER_PROFILE|{LOSSLESS_PROFILE} pool", b["pool"], got.get("pool", "unset"))
         out.checked.append("buffers")
 
     if pfc is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from clusterforge.burnin.model import COUNTER_PREFIX, TESTS
 from clusterforge.certify.xid import policy
 from clusterforge.checks import Event, by_id, decide, get, xid_check
 from clusterforge.checks.docs import render
+from clusterforge.checks.node_policy import render as render_policy
 from clusterforge.checks.registry import base_id, problems
 from clusterforge.cli import app
 from tests.conftest import REPO, VALIDATORS
@@ -172,13 +174,17 @@ def test_docs_name_every_check() -> None:
     assert missing == []
 
 
-def test_cli_docs_check(tmp_path: Path) -> None:
-    out = tmp_path / "checks.md"
-    r = CliRunner().invoke(app, ["checks", "docs", "--output", str(out)])
-    assert r.exit_code == 0 and out.read_text() == render()
-    assert CliRunner().invoke(app, ["checks", "docs", "--output", str(out), "--check"]).exit_code == 0
-    out.write_text(render() + "edited\n")
-    assert CliRunner().invoke(app, ["checks", "docs", "--output", str(out), "--check"]).exit_code == 3
+@pytest.mark.parametrize(("command", "rendered"), [("docs", render), ("node-policy", render_policy)])
+def test_cli_output_and_check(tmp_path: Path, command: str, rendered: Callable[[], str]) -> None:
+    out = tmp_path / "rendered"
+    assert CliRunner().invoke(app, ["checks", command]).stdout == rendered()
+    r = CliRunner().invoke(app, ["checks", command, "--output", str(out)])
+    assert r.exit_code == 0 and out.read_text() == rendered()
+    assert CliRunner().invoke(app, ["checks", command, "--output", str(out), "--check"]).exit_code == 0
+    out.write_text(rendered() + "edited\n")
+    r = CliRunner().invoke(app, ["checks", command, "--output", str(out), "--check"])
+    assert r.exit_code == 3 and f"run `clusterforge checks {command} --output {out}`" in r.stderr
+    assert out.read_text() == rendered() + "edited\n", "--check changes nothing"
 
 
 @pytest.mark.parametrize("source", ["validator", "burnin", "passive"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusterforge import hw
-from clusterforge.hw._common import is_elision, parse_cpulist
+from clusterforge.hw._common import content_lines, is_elision, parse_cpulist
 from clusterforge.hw.errors import ParseError
 
 
@@ -49,3 +49,15 @@ def test_cpulist() -> None:
 def test_elision_markers(line: str) -> None:
     assert is_elision(line)
     assert not is_elision("Link 0: 25 GB/s")
+
+
+def test_content_lines() -> None:
+    text = "  GPU 0: x\r\n\n\t Link 0: 26 GB/s\n[...]\nGPU 1: y\n"
+    assert list(content_lines("t", text, True, "cut")) == [
+        (1, "  GPU 0: x", "GPU 0: x"),
+        (3, "\t Link 0: 26 GB/s", "Link 0: 26 GB/s"),
+        (5, "GPU 1: y", "GPU 1: y"),
+    ]
+    with pytest.raises(ParseError, match="cut") as exc:
+        list(content_lines("t", text, False, "cut"))
+    assert exc.value.line_no == 4

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from clusterforge.lab import procs
@@ -22,6 +24,21 @@ def test_spawn_daemon_detaches(tmp_path: Path) -> None:
     finally:
         procs.stop_pid(pid, timeout=2)
     assert not procs.pid_alive(pid)
+
+
+def test_pids_by_cmdline(tmp_path: Path) -> None:
+    marker = f"{tmp_path}/clusterforge-marker"
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", marker])
+    try:
+        assert procs.wait_until(lambda: procs.pids_by_cmdline(f"sleep(30)\0{marker}") == [child.pid], 5)
+        assert child.poll() is None
+        assert procs.pids_by_cmdline(f"{marker}-other") == []
+        own = Path("/proc/self/cmdline").read_bytes().split(b"\0")[0].decode()
+        assert os.getpid() not in procs.pids_by_cmdline(own), "never this process"
+    finally:
+        child.kill()
+        child.wait()
+    assert procs.pids_by_cmdline(marker) == []
 
 
 def test_pid_helpers(tmp_path: Path) -> None:

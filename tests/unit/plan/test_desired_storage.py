@@ -184,9 +184,13 @@ def test_unit_names_as_systemd_escape(path: str, unit: str) -> None:
     assert S.unit_name(path) == unit
 
 
-@pytest.mark.parametrize(("base", "i"), [("stor0", 0), ("stor0", 3), ("eth", 2), ("ens1f9", 1)])
-def test_nth_netdev_is_cablings_rule(base: str, i: int) -> None:
-    assert S.nth_netdev(base, i) == cabling.nth_netdev(base, i)
+@pytest.mark.parametrize(
+    ("base", "i", "netdev"),
+    [("stor0", 0, "stor0"), ("stor0", 3, "stor3"), ("eth", 2, "eth2"), ("ens1f9", 1, "ens1f10")],
+)
+def test_nth_netdev_is_cablings_rule(base: str, i: int, netdev: str) -> None:
+    assert S.nth_netdev is cabling.nth_netdev, "one rule for the storage desired state and the cabling sheet"
+    assert S.nth_netdev(base, i) == netdev
 
 
 def test_the_1su_example_plan_carries_storage() -> None:

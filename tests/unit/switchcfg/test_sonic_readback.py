@@ -52,6 +52,9 @@ def test_deviations_are_named() -> None:
     got["status"][1] = PortStatus(ports[1], (), 200, 1500, "rs", "", "", "up", "down", "")
     got["status"].pop(2)
     got["mmu"][0].fields["xoff"] = "1"
+    got["mmu"][0].fields["pool"] = "[BUFFER_POOL|ingress_lossy_pool]"
+    got["ecn"][0].fields["ecn"] = "ecn_none"
+    del got["ecn"][0].fields["red_drop_probability"]
     got["pfc"].append(PfcCounters(ports[1], "Rx", (5, 0, 0, 0, 0, 0, 0, 0)))
     got["queues"].append(QueueCounters(ports[1], "UC3", 10, 10, 7, 700))
     r = compare_sonic(doc, LEAF, **got)
@@ -62,6 +65,15 @@ def test_deviations_are_named() -> None:
     assert items[f"BUFFER_PROFILE|{LOSSLESS_PROFILE} xoff"] == (
         want["BUFFER_PROFILE"][LOSSLESS_PROFILE]["xoff"],
         "1",
+    )
+    assert items[f"BUFFER_PROFILE|{LOSSLESS_PROFILE} pool"] == (
+        want["BUFFER_PROFILE"][LOSSLESS_PROFILE]["pool"],
+        "[BUFFER_POOL|ingress_lossy_pool]",
+    )
+    assert items[f"WRED_PROFILE|{WRED} ecn"] == ("ecn_all", "ecn_none")
+    assert items[f"WRED_PROFILE|{WRED} red_drop_probability"] == (
+        want["WRED_PROFILE"][WRED]["red_drop_probability"],
+        "unset",
     )
     assert items[f"{ports[1]} PFC Rx"] == ("pause frames on priority 3 only", "priority 0: 5")
     assert items[f"{ports[1]} UC3 drops"] == ("0 on the lossless queue", "7")

@@ -155,6 +155,65 @@ def test_host_side_is_what_the_roles_get() -> None:
     assert host["trust"] == "dscp"
 
 
+def _switch_side(plan: Plan) -> dict[str, Any]:
+    """The markings as the rendered switch configs state them (SONiC CONFIG_DB and NVUE)."""
+    switch = roce_switches(plan)[0]
+    sonic = render_sonic(plan.doc, switch)
+    dscp_tc = {d: int(tc) for d, tc in sonic["DSCP_TO_TC_MAP"]["AZURE"].items() if tc != "0"}
+    port = next(v for k, v in sonic["PORT_QOS_MAP"].items() if k != "global")
+    nvue = render_nvue(plan.doc, switch)["set"]["qos"]
+    nvue_dscp = {d: e["switch-priority"] for d, e in nvue["mapping"]["default-global"]["dscp"].items()}
+    strict = [
+        int(tc)
+        for tc, e in nvue["egress-scheduler"]["default-global"]["traffic-class"].items()
+        if e == {"mode": "strict"}
+    ]
+    assert dscp_tc == nvue_dscp, "SONiC and NVUE map the same DSCPs"
+    return {
+        "dscp_to_priority": dscp_tc,
+        "pfc_priorities": sorted(int(p) for p in port["pfc_enable"].split(",")),
+        "nvue_pfc": sorted(int(p) for p in nvue["pfc"]["default-global"]["switch-priority"]),
+        "cnp_strict": strict,
+    }
+
+
+@pytest.mark.parametrize(
+    "roce",
+    [{}, {"lossless_priority": 4, "dscp": 34, "cnp_dscp": 46, "cnp_priority": 5}, {"lossless_priority": 5}],
+)
+def test_switches_and_nodes_move_together(roce: dict[str, int]) -> None:
+    """Change the markings in the spec: the nodes' desired state (what the rdma role applies and the
+    validators certify), the host side and both switch renderings all follow, and agree with each other."""
+    plan = variant(**roce)
+    want = {"lossless_priority": 3, "dscp": 26, "cnp_dscp": 48, "cnp_priority": 6} | roce
+    rails = [r["qos"] for n in plan.doc["nodes"] for r in n["desired"]["rails"] if r["qos"]]
+    assert rails and all(q == rails[0] for q in rails)
+    node = rails[0]
+    assert {k: node[k] for k in want} == want, "the nodes follow the spec"
+    assert node["pfc_vector"] == [1 if p == want["lossless_priority"] else 0 for p in range(8)]
+    host = host_qos(plan.doc)
+    for key in ("trust", "pfc_priorities", "pfc_vector", "dscp", "lossless_priority", "cnp_dscp"):
+        assert host[key] == node[key], key
+    assert (host["cnp_priority"], host["tos"], host["ecn"]) == (
+        node["cnp_priority"],
+        node["tos"],
+        node["ecn"],
+    )
+    assert host["dscp_to_priority"] == node["dscp2prio"]
+    policy = roce_qos(plan.doc, "roce0")
+    assert (policy.lossless_priority, policy.dscp, policy.cnp_dscp, policy.cnp_priority, policy.tos) == (
+        node["lossless_priority"],
+        node["dscp"],
+        node["cnp_dscp"],
+        node["cnp_priority"],
+        node["tos"],
+    )
+    switch = _switch_side(plan)
+    assert switch["dscp_to_priority"] == node["dscp2prio"]
+    assert switch["pfc_priorities"] == switch["nvue_pfc"] == node["pfc_priorities"]
+    assert switch["cnp_strict"] == [node["cnp_priority"]]
+
+
 def test_renderers_follow_the_plan_not_constants() -> None:
     plan = variant(lossless_priority=4, dscp=34, cnp_dscp=46, cnp_priority=5)
     switch = roce_switches(plan)[0]

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .._common import is_elision, require_text, split_lines
+from .._common import content_lines, require_text
 from ..errors import ParseError
 
 TOOL_S = "nvidia-smi nvlink -s"
@@ -90,14 +90,7 @@ def parse_nvlink_status(text: str, *, partial: bool = False) -> list[NvLinkGpu]:
         return []
     require_text(TOOL_S, text)
     gpus: list[tuple[re.Match[str], list[NvLinkLink], bool, int]] = []
-    for line_no, raw in enumerate(split_lines(text), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        if is_elision(line):
-            if partial:
-                continue
-            raise ParseError(TOOL_S, "elided output - links are missing", line_no=line_no, line=raw)
+    for line_no, raw, line in content_lines(TOOL_S, text, partial, "elided output - links are missing"):
         if line.startswith("GPU "):
             gpus.append((_gpu_header(TOOL_S, raw, line_no), [], False, line_no))
             continue
@@ -136,14 +129,7 @@ def parse_nvlink_errors(text: str, *, partial: bool = False) -> list[NvLinkError
     """Per GPU and link, the ``nvlink -e`` counters (Replay/Recovery/CRC Errors ...)."""
     require_text(TOOL_E, text)
     gpus: list[tuple[re.Match[str], dict[int, dict[str, int | None]], int]] = []
-    for line_no, raw in enumerate(split_lines(text), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        if is_elision(line):
-            if partial:
-                continue
-            raise ParseError(TOOL_E, "elided output - links are missing", line_no=line_no, line=raw)
+    for line_no, raw, line in content_lines(TOOL_E, text, partial, "elided output - links are missing"):
         if line.startswith("GPU "):
             gpus.append((_gpu_header(TOOL_E, raw, line_no), {}, line_no))
             continue
