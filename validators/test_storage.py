@@ -1,11 +1,12 @@
 """Storage against the plan (desired ``storage``, plan/desired_storage.py).
 
 Quick tier: every declared shared mount present with its type and options (findmnt JSON), writable (a test
-file under it, removed), free space above its floor; scratch assembled from the declared devices and
-mounted (lsblk JSON); storage NICs up at their speed and MTU; LNet on the declared networks; GPUDirect
-Storage as declared (nvidia_fs loaded, ``gdscheck -p``). Full tier: fio sequential read/write and random-read
-IOPS on scratch and on each shared filesystem against its floors, and the checkpoint path (a
-checkpoint-sized file written and fsynced) against its floor, with the policy's attempts (``measure``).
+file under it, removed), free space above its floor; scratch assembled from the declared devices (lsblk
+JSON) and mounted with its filesystem (findmnt JSON); storage NICs up at their speed and MTU; LNet on the
+declared networks; GPUDirect Storage as declared (nvidia_fs loaded, ``gdscheck -p``). Full tier: fio
+sequential read/write and random-read IOPS on scratch and on each shared filesystem against its floors, and
+the checkpoint path (a checkpoint-sized file written and fsynced) against its floor, with the policy's
+attempts (``measure``).
 
 A failing check names the mount; a missing tool (fio, gdscheck) is an error, never a fail.
 """
@@ -125,9 +126,14 @@ def commands(node: NodeExpect) -> list[str]:
     return cmds
 
 
+def _mount_list(probe: Probe) -> list[findmnt.Mount]:
+    """The kernel's mount table (findmnt JSON), in mount order."""
+    return probe.parse(FINDMNT, findmnt.parse_json)
+
+
 def _mounts(probe: Probe) -> dict[str, findmnt.Mount]:
     """Mounted filesystems by mount point (the last one mounted on a path is the visible one)."""
-    return {m.target: m for m in probe.parse(FINDMNT, findmnt.parse_json)}
+    return {m.target: m for m in _mount_list(probe)}
 
 
 # -- quick tier --------------------------------------------------------------------------------------------
@@ -210,8 +216,9 @@ def _lsblk_or_none(text: str) -> list[lsblk.BlockDev]:
 @pytest.mark.quick
 @has_scratch
 def test_scratch(node: NodeExpect, probe: Probe) -> None:
-    """Scratch is the declared device (or a RAID0 array of exactly the declared devices), with the declared
-    filesystem, mounted at its mount point."""
+    """Scratch is the declared device (or a RAID0 array of exactly the declared devices), mounted at its
+    mount point with the declared filesystem: devices and array from lsblk, what is mounted where from the
+    kernel's mount table (findmnt)."""
     sc = _st(node)["scratch"]
     tops = probe.parse(lsblk_cmd(sc["devices"]), _lsblk_or_none, ok=(0, *LSBLK_ABSENT))
     devs = {d.name: d for top in tops for d in top.walk()}
@@ -239,11 +246,22 @@ def test_scratch(node: NodeExpect, probe: Probe) -> None:
         vol = next(c for c in devs[sc["devices"][0]].children if c.type == "raid0")
     else:
         vol = devs[sc["devices"][0]]
-    found = (
-        f"{vol.fstype or 'no filesystem'} on {vol.name} at {', '.join(vol.mountpoints) or 'no mount point'}"
-    )
+    # what is mounted at the target, from where, with which filesystem: the kernel's mount table. lsblk's
+    # FSTYPE comes from udev's database (or, as root, its own probe of the device) and is null where neither
+    # answers (no udev in a container or in some VM images, device probe refused): not evidence either way.
+    # The source is the kernel's name (lsblk's, /dev/md127) or the path it was mounted by (/dev/md/scratch).
+    table = _mount_list(probe)
+    at = {m.target: m for m in table}.get(sc["target"])  # the last mounted on a path is the visible one
+    sources = {vol.name, sc["device"]}
+    elsewhere = [m.target for m in table if m.source in sources and m.target != sc["target"]]
+    if at is None:
+        found = f"nothing mounted at {sc['target']}"
+    else:
+        found = f"{at.fstype} from {at.source} at {sc['target']}"
+    if elsewhere and (at is None or at.source not in sources):
+        found += f"; {vol.name} mounted at {', '.join(elsewhere)}"
     expect(
-        vol.fstype == sc["filesystem"] and sc["target"] in vol.mountpoints,
+        at is not None and at.source in sources and at.fstype == sc["filesystem"],
         "scratch",
         want,
         found,

@@ -4,6 +4,8 @@ storage section (an NFS mount over RDMA, a JuiceFS mount, one scratch device, GD
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 from typing import Any
 
@@ -141,24 +143,116 @@ def test_write_test_runs_only_in_a_mount_point(tmp_path: Any) -> None:
 
 
 # ---- scratch -------------------------------------------------------------------------------------------
+# lsblk says which devices exist and what is built on them; findmnt (the kernel's mount table) says what is
+# mounted where with which filesystem. findmnt_json() and _raid_lsblk() are CONSTRUCTED outputs (written
+# here); the rest are real captures (tests/fixtures/real/SOURCES.md).
+VM_LSBLK_VDA = "lsblk-json__h100-vm-virtio-vda-ext4-root-fstype-null-no-udev-device__3.txt"
+VM_LSBLK_EXIT64 = "lsblk-json__h100-vm-vda-plus-absent-nvme0n1-exit64-device__4.txt"
+VM_LSBLK_EXIT32 = "lsblk-json__h100-vm-absent-nvme0n1-exit32-empty-device__5.txt"
+VM_FINDMNT = "findmnt-json__h100-vm-list-bytes-validator-columns-device__2.txt"
+
+
+def _scratch_answers(lsblk_cmd: str, lsblk_out: str, rc: int = 0, **over: Any) -> dict[str, Any]:
+    return {lsblk_cmd: (rc, lsblk_out), **answers(**over)}
+
+
+def _vm_root_as_scratch(filesystem: str) -> NodeExpect:
+    """The lent H100 VM's only ext4 volume is its root (/dev/vda at /): scratch declared on it. The spec
+    refuses "/" as a mount point, so the compiled scratch entry is pointed at "/" here."""
+    n = _node(
+        STORAGE.replace(
+            "scratch: {devices: [/dev/nvme3n1p1], filesystem: ext4, mountpoint: /mnt/test-cache/vol-0,",
+            f"scratch: {{devices: [/dev/vda], filesystem: {filesystem}, mountpoint: /vm-root,",
+        )
+    )
+    desired = copy.deepcopy(n.desired_state)
+    desired["storage"]["scratch"]["target"] = "/"
+    return dataclasses.replace(n, desired_state=desired)
+
+
+def test_scratch_fstype_from_the_mount_table_when_lsblk_has_none() -> None:
+    """Real captures from a VM without udev: lsblk's FSTYPE is null for /dev/vda, findmnt shows it mounted
+    at / as ext4 - pass; declared xfs - fail naming what the kernel has mounted there."""
+    cmd = st.lsblk_cmd(["/dev/vda"])
+    vm = {cmd: (0, real(VM_LSBLK_VDA)), st.FINDMNT: (0, real(VM_FINDMNT))}
+    st.test_scratch(_vm_root_as_scratch("ext4"), FakeNode(vm))
+    with pytest.raises(
+        CheckFailed,
+        match=r"expected xfs on /dev/vda \(none: /dev/vda\) at /; found ext4 from /dev/vda at /\. Fix",
+    ):
+        st.test_scratch(_vm_root_as_scratch("xfs"), FakeNode(vm))
+
+
 def test_scratch_single_device_on_a_real_capture(node: NodeExpect) -> None:
+    """Real lsblk (nvme3n1p1 ext4 at /mnt/test-cache/vol-0), constructed findmnt agreeing with it."""
     cmd = st.lsblk_cmd(["/dev/nvme3n1p1"])
-    st.test_scratch(node, FakeNode({cmd: (0, real(LSBLK))}))
+    st.test_scratch(node, FakeNode(_scratch_answers(cmd, real(LSBLK))))
     other = _node(STORAGE.replace("mountpoint: /mnt/test-cache/vol-0", "mountpoint: /raid"))
-    with pytest.raises(CheckFailed, match=r"found ext4 on /dev/nvme3n1p1 at /mnt/test-cache/vol-0"):
-        st.test_scratch(other, FakeNode({cmd: (0, real(LSBLK))}))
+    with pytest.raises(
+        CheckFailed, match=r"found nothing mounted at /raid; /dev/nvme3n1p1 mounted at /mnt/test-cache/vol-0"
+    ):
+        st.test_scratch(other, FakeNode(_scratch_answers(cmd, real(LSBLK))))
+
+
+def test_scratch_other_device_or_filesystem_at_the_mount_point_fails(node: NodeExpect) -> None:
+    """CONSTRUCTED findmnt outputs: another device mounted at scratch's mount point (scratch's own device
+    mounted elsewhere), then the right device with another filesystem. lsblk is the real capture."""
+    cmd = st.lsblk_cmd(["/dev/nvme3n1p1"])
+    swapped = _scratch_answers(
+        cmd,
+        real(LSBLK),
+        mnt__test_cache__vol_0={"source": "/dev/sdb1", "fstype": "ext4", "options": "rw"},
+        other={"source": "/dev/nvme3n1p1", "fstype": "ext4", "options": "rw"},
+    )
+    with pytest.raises(CheckFailed) as exc:
+        st.test_scratch(node, FakeNode(swapped))
+    assert exc.value.found == (
+        "ext4 from /dev/sdb1 at /mnt/test-cache/vol-0; /dev/nvme3n1p1 mounted at /other"
+    )
+    assert exc.value.expected == "ext4 on /dev/nvme3n1p1 (none: /dev/nvme3n1p1) at /mnt/test-cache/vol-0"
+    assert "storage" in exc.value.fix
+    xfs = _scratch_answers(
+        cmd,
+        real(LSBLK),
+        mnt__test_cache__vol_0={"source": "/dev/nvme3n1p1", "fstype": "xfs", "options": "rw"},
+    )
+    with pytest.raises(CheckFailed, match=r"found xfs from /dev/nvme3n1p1 at /mnt/test-cache/vol-0\. Fix"):
+        st.test_scratch(node, FakeNode(xfs))
+    unmounted = _scratch_answers(cmd, real(LSBLK), mnt__test_cache__vol_0=None)
+    with pytest.raises(CheckFailed, match=r"found nothing mounted at /mnt/test-cache/vol-0\. Fix"):
+        st.test_scratch(node, FakeNode(unmounted))
 
 
 def test_scratch_devices_absent_are_measured(node: NodeExpect) -> None:
     """lsblk exits 32 when none of the named devices exists (64: some): the devices are absent - fail naming
-    them, not an error (seen on a real H100 VM without NVMe)."""
+    them, not an error (real captures from an H100 VM without NVMe)."""
     cmd = st.lsblk_cmd(["/dev/nvme3n1p1"])
     with pytest.raises(CheckFailed, match=r"scratch devices: .*found missing: /dev/nvme3n1p1"):
+        st.test_scratch(node, FakeNode({cmd: (32, real(VM_LSBLK_EXIT32))}))
+    with pytest.raises(CheckFailed, match=r"scratch devices: .*found missing: /dev/nvme3n1p1"):
         st.test_scratch(node, FakeNode({cmd: (32, "")}))
+    raid = _node(
+        STORAGE.replace(
+            "scratch: {devices: [/dev/nvme3n1p1], filesystem: ext4, mountpoint: /mnt/test-cache/vol-0,",
+            "scratch: {devices: [/dev/vda, /dev/nvme0n1], raid: 0, mountpoint: /raid,",
+        )
+    )
+    cmd = st.lsblk_cmd(["/dev/vda", "/dev/nvme0n1"])
+    with pytest.raises(CheckFailed, match=r"scratch devices: .*found missing: /dev/nvme0n1\. Fix"):
+        st.test_scratch(raid, FakeNode({cmd: (64, real(VM_LSBLK_EXIT64))}))
 
 
-def _raid_lsblk(members: int) -> str:
-    md = {"name": "/dev/md127", "type": "raid0", "fstype": "xfs", "mountpoint": "/raid", "size": 2}
+def test_scratch_without_findmnt_or_lsblk_is_an_error(node: NodeExpect) -> None:
+    """A tool that is not there measured nothing: error naming it, never a fail."""
+    cmd = st.lsblk_cmd(["/dev/nvme3n1p1"])
+    with pytest.raises(ToolMissing, match="findmnt missing"):
+        st.test_scratch(node, FakeNode({cmd: (0, real(LSBLK))}))
+    with pytest.raises(ToolMissing, match="lsblk missing"):
+        st.test_scratch(node, FakeNode(answers()))
+
+
+def _raid_lsblk(members: int, fstype: str | None = "xfs") -> str:
+    md = {"name": "/dev/md127", "type": "raid0", "fstype": fstype, "mountpoint": "/raid", "size": 2}
     devs = [
         {
             "name": f"/dev/nvme{i}n1",
@@ -174,6 +268,8 @@ def _raid_lsblk(members: int) -> str:
 
 
 def test_scratch_raid0() -> None:
+    """CONSTRUCTED lsblk and findmnt: one md array over both devices, mounted at /raid (as /dev/md127, the
+    kernel's name, or as the plan's /dev/md/scratch); lsblk without FSTYPE on the array still passes."""
     raid = _node(
         STORAGE.replace(
             "scratch: {devices: [/dev/nvme3n1p1], filesystem: ext4, mountpoint: /mnt/test-cache/vol-0,",
@@ -181,9 +277,16 @@ def test_scratch_raid0() -> None:
         )
     )
     cmd = st.lsblk_cmd(["/dev/nvme1n1", "/dev/nvme2n1"])
-    st.test_scratch(raid, FakeNode({cmd: (0, _raid_lsblk(2))}))
+    md = {"source": "/dev/md127", "fstype": "xfs", "options": "rw,noatime"}
+    st.test_scratch(raid, FakeNode(_scratch_answers(cmd, _raid_lsblk(2), raid=md)))
+    st.test_scratch(raid, FakeNode(_scratch_answers(cmd, _raid_lsblk(2, None), raid=md)))
+    st.test_scratch(
+        raid, FakeNode(_scratch_answers(cmd, _raid_lsblk(2), raid=md | {"source": "/dev/md/scratch"}))
+    )
     with pytest.raises(CheckFailed, match=r"scratch RAID0.*over \['/dev/nvme1n1'\]"):
-        st.test_scratch(raid, FakeNode({cmd: (0, _raid_lsblk(1))}))
+        st.test_scratch(raid, FakeNode(_scratch_answers(cmd, _raid_lsblk(1), raid=md)))
+    with pytest.raises(CheckFailed, match=r"found ext4 from /dev/md127 at /raid\. Fix"):
+        st.test_scratch(raid, FakeNode(_scratch_answers(cmd, _raid_lsblk(2), raid=md | {"fstype": "ext4"})))
 
 
 # ---- NICs, LNet ----------------------------------------------------------------------------------------
