@@ -275,10 +275,11 @@ def test_scratch(node: NodeExpect, probe: Probe) -> None:
     # what is mounted at the target, from where, with which filesystem: the kernel's mount table. lsblk's
     # FSTYPE comes from udev's database (or, as root, its own probe of the device) and is null where neither
     # answers (no udev in a container or in some VM images, device probe refused): not evidence either way.
-    # The source is the kernel's name (lsblk's, /dev/md127) or the path it was mounted by (/dev/md/scratch).
+    # The source is the kernel's name (lsblk's, /dev/md127) or the plan's path when it resolves to that
+    # volume (/dev/md/scratch: mount(8) canonicalises it, a mount made without that keeps it).
     table = _mount_list(probe)
     at = {m.target: m for m in table}.get(sc["target"])  # the last mounted on a path is the visible one
-    sources = {vol.name, sc["device"], kname[sc["device"]]}
+    sources = {vol.name} | ({sc["device"]} if kname[sc["device"]] == vol.name else set())
     elsewhere = [m.target for m in table if m.source in sources and m.target != sc["target"]]
     if at is None:
         found = f"nothing mounted at {sc['target']}"

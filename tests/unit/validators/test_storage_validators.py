@@ -305,14 +305,21 @@ def _raid_lsblk(members: int, fstype: str | None = "xfs") -> str:
 
 def test_scratch_raid0() -> None:
     """CONSTRUCTED lsblk and findmnt: one md array over both devices, mounted at /raid (as /dev/md127, the
-    kernel's name, or as the plan's /dev/md/scratch); lsblk without FSTYPE on the array still passes."""
+    kernel's name, or as the plan's /dev/md/scratch when that links to it); lsblk without FSTYPE on the
+    array still passes; another array mounted there fails."""
     raid = _with_scratch("/dev/nvme1n1, /dev/nvme2n1", ", raid: 0, mountpoint: /raid")
     link = {"/dev/md/scratch": "/dev/md127"}
     md = {"source": "/dev/md127", "fstype": "xfs", "options": "rw,noatime"}
     st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2), links=link, raid=md)))
     st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2, None), links=link, raid=md)))
     as_named = md | {"source": "/dev/md/scratch"}
-    st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2), raid=as_named)))
+    st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2), links=link, raid=as_named)))
+    stale = {"/dev/md/scratch": "/dev/md126"}  # the plan's name points at another array: not scratch
+    with pytest.raises(CheckFailed, match=r"found xfs from /dev/md/scratch at /raid\. Fix"):
+        st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2), links=stale, raid=as_named)))
+    other_md = md | {"source": "/dev/md126"}
+    with pytest.raises(CheckFailed, match=r"found xfs from /dev/md126 at /raid\. Fix"):
+        st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2), links=stale, raid=other_md)))
     with pytest.raises(CheckFailed, match=r"scratch RAID0.*over \['/dev/nvme1n1'\]"):
         st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(1), links=link, raid=md)))
     ext4 = md | {"fstype": "ext4"}
