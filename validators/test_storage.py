@@ -1,17 +1,19 @@
 """Storage against the plan (desired ``storage``, plan/desired_storage.py).
 
 Quick tier: every declared shared mount present with its type and options (findmnt JSON), writable (a test
-file under it, removed), free space above its floor; scratch assembled from the declared devices and
-mounted (lsblk JSON); storage NICs up at their speed and MTU; LNet on the declared networks; GPUDirect
-Storage as declared (nvidia_fs loaded, ``gdscheck -p``). Full tier: fio sequential read/write and random-read
-IOPS on scratch and on each shared filesystem against its floors, and the checkpoint path (a
-checkpoint-sized file written and fsynced) against its floor, with the policy's attempts (``measure``).
+file under it, removed), free space above its floor; scratch assembled from the declared devices (lsblk
+JSON) and mounted with its filesystem (findmnt JSON); storage NICs up at their speed and MTU; LNet on the
+declared networks; GPUDirect Storage as declared (nvidia_fs loaded, ``gdscheck -p``). Full tier: fio
+sequential read/write and random-read IOPS on scratch and on each shared filesystem against its floors, and
+the checkpoint path (a checkpoint-sized file written and fsynced) against its floor, with the policy's
+attempts (``measure``).
 
 A failing check names the mount; a missing tool (fio, gdscheck) is an error, never a fail.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -108,6 +110,28 @@ def lsblk_cmd(devices: list[str]) -> str:
     return argv("lsblk", "--json", "--paths", "--bytes", "-o", "NAME,TYPE,FSTYPE,MOUNTPOINT,SIZE", *devices)
 
 
+def scratch_paths(sc: dict[str, Any]) -> list[str]:
+    """The declared scratch devices and the device mounted (the md array's path with RAID0), each once."""
+    return list(dict.fromkeys([*sc["devices"], sc["device"]]))
+
+
+def realpath_cmd(paths: list[str]) -> str:
+    """Each path with its symlinks resolved, one line per path (``-m``: a missing path printed as written).
+    lsblk names devices by their kernel names (/dev/nvme0n1), not by the /dev/disk/by-id/... path the spec
+    may declare; the mount table names the md array /dev/md127, not /dev/md/scratch."""
+    return argv("realpath", "-m", "--", *paths)
+
+
+def _resolved(paths: list[str]) -> Callable[[str], dict[str, str]]:
+    def parse(text: str) -> dict[str, str]:
+        lines = text.splitlines()
+        if len(lines) != len(paths) or not all(line.startswith("/dev/") for line in lines):
+            raise ValueError(f"expected {len(paths)} /dev paths, one a line: {lines!r}"[:300])
+        return dict(zip(paths, lines, strict=True))
+
+    return parse
+
+
 @prefetches
 def commands(node: NodeExpect) -> list[str]:
     st = _st(node)
@@ -121,13 +145,18 @@ def commands(node: NodeExpect) -> list[str]:
     if (st.get("gds") or {}).get("enabled"):
         cmds.append(NVFS)
     if st.get("scratch"):
-        cmds.append(lsblk_cmd(st["scratch"]["devices"]))
+        cmds += [lsblk_cmd(st["scratch"]["devices"]), realpath_cmd(scratch_paths(st["scratch"]))]
     return cmds
+
+
+def _mount_list(probe: Probe) -> list[findmnt.Mount]:
+    """The kernel's mount table (findmnt JSON), in mount order."""
+    return probe.parse(FINDMNT, findmnt.parse_json)
 
 
 def _mounts(probe: Probe) -> dict[str, findmnt.Mount]:
     """Mounted filesystems by mount point (the last one mounted on a path is the visible one)."""
-    return {m.target: m for m in probe.parse(FINDMNT, findmnt.parse_json)}
+    return {m.target: m for m in _mount_list(probe)}
 
 
 # -- quick tier --------------------------------------------------------------------------------------------
@@ -210,15 +239,18 @@ def _lsblk_or_none(text: str) -> list[lsblk.BlockDev]:
 @pytest.mark.quick
 @has_scratch
 def test_scratch(node: NodeExpect, probe: Probe) -> None:
-    """Scratch is the declared device (or a RAID0 array of exactly the declared devices), with the declared
-    filesystem, mounted at its mount point."""
+    """Scratch is the declared device (or a RAID0 array of exactly the declared devices), mounted at its
+    mount point with the declared filesystem: devices and array from lsblk, what is mounted where from the
+    kernel's mount table (findmnt)."""
     sc = _st(node)["scratch"]
     tops = probe.parse(lsblk_cmd(sc["devices"]), _lsblk_or_none, ok=(0, *LSBLK_ABSENT))
     devs = {d.name: d for top in tops for d in top.walk()}
     want = (
         f"{sc['filesystem']} on {sc['device']} ({sc['raid']}: {', '.join(sc['devices'])}) at {sc['target']}"
     )
-    missing = [d for d in sc["devices"] if d not in devs]
+    paths = scratch_paths(sc)
+    kname = probe.parse(realpath_cmd(paths), _resolved(paths))  # declared path -> the kernel's device path
+    missing = [d if kname[d] == d else f"{d} ({kname[d]})" for d in sc["devices"] if kname[d] not in devs]
     expect(
         not missing,
         "scratch devices",
@@ -226,9 +258,10 @@ def test_scratch(node: NodeExpect, probe: Probe) -> None:
         f"missing: {', '.join(missing)}",
         hint("storage_scratch", node.name),
     )
+    disks = [devs[kname[d]] for d in sc["devices"]]
     if sc["raid"] == "raid0":
-        arrays = {c.name for d in sc["devices"] for c in devs[d].children if c.type == "raid0"}
-        members = [d for d in sc["devices"] if any(c.type == "raid0" for c in devs[d].children)]
+        arrays = {c.name for d in disks for c in d.children if c.type == "raid0"}
+        members = [d.name for d in disks if any(c.type == "raid0" for c in d.children)]
         if len(arrays) != 1 or len(members) != len(sc["devices"]):
             raise CheckFailed(
                 "scratch RAID0",
@@ -236,14 +269,26 @@ def test_scratch(node: NodeExpect, probe: Probe) -> None:
                 f"arrays {sorted(arrays) or 'none'} over {members or 'no member'}",
                 hint("storage_scratch", node.name),
             )
-        vol = next(c for c in devs[sc["devices"][0]].children if c.type == "raid0")
+        vol = next(c for c in disks[0].children if c.type == "raid0")
     else:
-        vol = devs[sc["devices"][0]]
-    found = (
-        f"{vol.fstype or 'no filesystem'} on {vol.name} at {', '.join(vol.mountpoints) or 'no mount point'}"
-    )
+        vol = disks[0]
+    # what is mounted at the target, from where, with which filesystem: the kernel's mount table. lsblk's
+    # FSTYPE comes from udev's database (or, as root, its own probe of the device) and is null where neither
+    # answers (no udev in a container or in some VM images, device probe refused): not evidence either way.
+    # The source is the kernel's name (lsblk's, /dev/md127) or the plan's path when it resolves to that
+    # volume (/dev/md/scratch: mount(8) canonicalises it, a mount made without that keeps it).
+    table = _mount_list(probe)
+    at = {m.target: m for m in table}.get(sc["target"])  # the last mounted on a path is the visible one
+    sources = {vol.name} | ({sc["device"]} if kname[sc["device"]] == vol.name else set())
+    elsewhere = [m.target for m in table if m.source in sources and m.target != sc["target"]]
+    if at is None:
+        found = f"nothing mounted at {sc['target']}"
+    else:
+        found = f"{at.fstype} from {at.source} at {sc['target']}"
+    if elsewhere and (at is None or at.source not in sources):
+        found += f"; {vol.name} mounted at {', '.join(elsewhere)}"
     expect(
-        vol.fstype == sc["filesystem"] and sc["target"] in vol.mountpoints,
+        at is not None and at.source in sources and at.fstype == sc["filesystem"],
         "scratch",
         want,
         found,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from .errors import ParseError
 
@@ -11,6 +12,9 @@ from .errors import ParseError
 ELISION_MARKERS = frozenset({"[...]", "...", "(...)", "[…]", "…"})
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: util-linux's human sizes (``11.6T``, ``512M``, ``4K``): powers of 1024
+_SIZE_UNITS = {"": 1, "B": 1} | {u: 1 << (10 * i) for i, u in enumerate("KMGTPE", 1)}
+_HUMAN_SIZE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]?)(?:i?B)?$")
 _CPULIST_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
@@ -85,3 +89,23 @@ def to_float(tool: str, value: str, what: str, *, line_no: int | None = None) ->
         return float(value.strip())
     except ValueError:
         raise ParseError(tool, f"{what} is not a number: {value!r}", line_no=line_no) from None
+
+
+def to_bytes(tool: str, value: Any, what: str, *, human: bool) -> int | None:
+    """A size from a JSON field: None when absent, a number, or a numeric string (``--bytes``); with
+    ``human`` also util-linux's human form (``11.6T``, powers of 1024). Anything else is a ParseError."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ParseError(tool, f"{what}: not a size: {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and human:
+        return int(value)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    m = _HUMAN_SIZE_RE.match(value.strip()) if human and isinstance(value, str) else None
+    if not m:
+        hint = "" if human else " (run with --bytes)"
+        raise ParseError(tool, f"{what}: not a size{hint}: {value!r}")
+    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])

@@ -15,12 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ._common import require_text, split_lines
+from ._common import require_text, split_lines, to_bytes
 from .errors import ParseError
 
 TOOL = "findmnt"
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
-_HUMAN = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]?)(?:i?B)?$")
 _MOUNT_LINE = re.compile(r"^(\S+) on (\S+) type (\S+) \(([^)]*)\)$")
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
@@ -44,22 +42,6 @@ class Mount:
         return None
 
 
-def to_bytes(value: Any, what: str = "size") -> int | None:
-    """A findmnt size: a number, a numeric string, or a human string such as ``11.6T`` (None if absent)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise ParseError(TOOL, f"{what}: not a size: {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    m = _HUMAN.match(str(value).strip())
-    if not m:
-        raise ParseError(TOOL, f"{what}: not a size: {value!r}")
-    return int(float(m.group(1)) * _UNITS[m.group(2)])
-
-
 def _walk(items: Any, out: list[Mount]) -> None:
     if not isinstance(items, list):
         raise ParseError(TOOL, "'filesystems' / 'children' is not a list")
@@ -73,9 +55,9 @@ def _walk(items: Any, out: list[Mount]) -> None:
                 str(fs.get("source") or ""),
                 str(fs.get("fstype") or ""),
                 tuple(opts.split(",")) if isinstance(opts, str) and opts else (),
-                to_bytes(fs.get("size"), "size"),
-                to_bytes(fs.get("avail"), "avail"),
-                to_bytes(fs.get("used"), "used"),
+                to_bytes(TOOL, fs.get("size"), "size", human=True),
+                to_bytes(TOOL, fs.get("avail"), "avail", human=True),
+                to_bytes(TOOL, fs.get("used"), "used", human=True),
             )
         )
         if "children" in fs:

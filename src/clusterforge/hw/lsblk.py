@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ._common import require_text
+from ._common import require_text, to_bytes
 from .errors import ParseError
 
 TOOL = "lsblk"
@@ -36,18 +36,6 @@ class BlockDev:
         return out
 
 
-def _size(v: Any, name: str) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        raise ParseError(TOOL, f"{name}: size is not a number: {v!r}")
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.isdigit():
-        return int(v)
-    raise ParseError(TOOL, f"{name}: size is not a byte count (run with --bytes): {v!r}")
-
-
 def _dev(d: Any) -> BlockDev:
     if not isinstance(d, dict) or not isinstance(d.get("name"), str):
         raise ParseError(TOOL, f"a block device without a name: {d!r}"[:200])
@@ -66,7 +54,7 @@ def _dev(d: Any) -> BlockDev:
         str(d.get("type") or ""),
         fstype if isinstance(fstype, str) else None,
         mps,
-        _size(d.get("size"), name),
+        to_bytes(TOOL, d.get("size"), f"{name}: size", human=False),
         tuple(_dev(c) for c in kids),
     )
 

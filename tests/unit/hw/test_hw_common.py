@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusterforge import hw
-from clusterforge.hw._common import content_lines, is_elision, parse_cpulist
+from clusterforge.hw._common import content_lines, is_elision, parse_cpulist, to_bytes
 from clusterforge.hw.errors import ParseError
 
 
@@ -61,3 +61,34 @@ def test_content_lines() -> None:
     with pytest.raises(ParseError, match="cut") as exc:
         list(content_lines("t", text, False, "cut"))
     assert exc.value.line_no == 4
+
+
+@pytest.mark.parametrize(
+    ("value", "human", "want"),
+    [
+        (None, False, None),
+        (1048576, False, 1048576),
+        ("274877906944", False, 274877906944),  # lsblk --bytes from older util-linux: a numeric string
+        ("11.6T", True, int(11.6 * (1 << 40))),  # findmnt --df without --bytes (gpud's capture)
+        ("512M", True, 512 << 20),
+        ("4KiB", True, 4096),
+        (2.5, True, 2),
+    ],
+)
+def test_to_bytes_one_reader_for_findmnt_and_lsblk(value: object, human: bool, want: int | None) -> None:
+    assert to_bytes("t", value, "size", human=human) == want
+
+
+@pytest.mark.parametrize(
+    ("value", "human", "match"),
+    [
+        ("1.8T", False, "run with --bytes"),
+        (True, True, "not a size"),
+        ("lots", True, "not a size"),
+        ("-5", True, "not a size"),
+        (2.5, False, "run with --bytes"),
+    ],
+)
+def test_to_bytes_refuses_what_is_not_a_size(value: object, human: bool, match: str) -> None:
+    with pytest.raises(ParseError, match=match):
+        to_bytes("t", value, "size", human=human)

@@ -205,3 +205,34 @@ def test_findmnt_tree_default_columns_stacked_mounts(real: Real) -> None:
     nv = next(m for m in mounts if m.target == "/usr/local/nvidia")
     assert (nv.source, nv.fstype, nv.options[0]) == ("/dev/vdb", "squashfs", "ro")
     assert all(m.size_bytes is None and m.avail_bytes is None for m in mounts)
+
+
+# ---- the lent H100 VM (no udev): lsblk and findmnt in the storage validators' own forms -----------------
+VM_LSBLK_VDA = "lsblk-json__h100-vm-virtio-vda-ext4-root-fstype-null-no-udev-device__3.txt"
+VM_LSBLK_EXIT64 = "lsblk-json__h100-vm-vda-plus-absent-nvme0n1-exit64-device__4.txt"
+VM_LSBLK_EXIT32 = "lsblk-json__h100-vm-absent-nvme0n1-exit32-empty-device__5.txt"
+VM_FINDMNT = "findmnt-json__h100-vm-list-bytes-validator-columns-device__2.txt"
+
+
+def test_lsblk_without_udev_has_no_fstype(real: Real) -> None:
+    """The VM's root /dev/vda is a mounted ext4 (findmnt says so) yet lsblk's FSTYPE is null: lsblk takes it
+    from udev's database, which the VM lacks - lsblk knows the device and its mount point, not its type."""
+    (vda,) = lsblk.parse(real(VM_LSBLK_VDA))
+    assert (vda.name, vda.type, vda.fstype, vda.mountpoints) == ("/dev/vda", "disk", None, ("/",))
+    assert vda.size_bytes == 256 << 30 and vda.children == ()
+
+
+def test_lsblk_absent_devices_exit_32_and_64(real: Real) -> None:
+    """Exit 32 (none found) prints an empty list; exit 64 (some found) lists only the devices present."""
+    assert lsblk.parse(real(VM_LSBLK_EXIT32)) == []
+    assert [d.name for d in lsblk.parse(real(VM_LSBLK_EXIT64))] == ["/dev/vda"]
+
+
+def test_findmnt_list_bytes_validator_columns(real: Real) -> None:
+    mounts = findmnt.parse_json(real(VM_FINDMNT))
+    assert len(mounts) == 11 and [m.target for m in mounts].count("/dev/pts") == 2
+    root = next(m for m in mounts if m.target == "/")
+    assert (root.source, root.fstype, root.size_bytes) == ("/dev/vda", "ext4", 270553174016)
+    assert root.avail_bytes == 68687425536 and root.option("resuid") == "65534"
+    nv = next(m for m in mounts if m.target == "/usr/local/nvidia")
+    assert (nv.source, nv.fstype, nv.avail_bytes) == ("/dev/vdb", "squashfs", 0)

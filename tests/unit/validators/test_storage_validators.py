@@ -4,6 +4,8 @@ storage section (an NFS mount over RDMA, a JuiceFS mount, one scratch device, GD
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 from typing import Any
 
@@ -141,24 +143,152 @@ def test_write_test_runs_only_in_a_mount_point(tmp_path: Any) -> None:
 
 
 # ---- scratch -------------------------------------------------------------------------------------------
+# lsblk says which devices exist and what is built on them; findmnt (the kernel's mount table) says what is
+# mounted where with which filesystem. findmnt_json() and _raid_lsblk() are CONSTRUCTED outputs (written
+# here); the rest are real captures (tests/fixtures/real/SOURCES.md).
+VM_LSBLK_VDA = "lsblk-json__h100-vm-virtio-vda-ext4-root-fstype-null-no-udev-device__3.txt"
+VM_LSBLK_EXIT64 = "lsblk-json__h100-vm-vda-plus-absent-nvme0n1-exit64-device__4.txt"
+VM_LSBLK_EXIT32 = "lsblk-json__h100-vm-absent-nvme0n1-exit32-empty-device__5.txt"
+VM_FINDMNT = "findmnt-json__h100-vm-list-bytes-validator-columns-device__2.txt"
+
+
+def _scratch_answers(
+    node: NodeExpect,
+    lsblk_out: str,
+    rc: int = 0,
+    links: dict[str, str] | None = None,
+    findmnt: str | None = None,
+    **over: Any,
+) -> dict[str, Any]:
+    """The node's answers to the scratch check: lsblk (``lsblk_out``, exit ``rc``); ``realpath -m`` of the
+    declared paths CONSTRUCTED here (each as written, or as ``links`` resolves it); findmnt (``findmnt``, or
+    findmnt_json(**over), CONSTRUCTED)."""
+    sc = st._st(node)["scratch"]
+    paths = st.scratch_paths(sc)
+    resolved = "".join(f"{(links or {}).get(p, p)}\n" for p in paths)
+    return {
+        st.lsblk_cmd(sc["devices"]): (rc, lsblk_out),
+        st.realpath_cmd(paths): (0, resolved),
+        st.FINDMNT: (0, findmnt if findmnt is not None else findmnt_json(**over)),
+    }
+
+
+def _with_scratch(devices: str, more: str = "") -> NodeExpect:
+    return _node(
+        STORAGE.replace(
+            "scratch: {devices: [/dev/nvme3n1p1], filesystem: ext4, mountpoint: /mnt/test-cache/vol-0,",
+            f"scratch: {{devices: [{devices}]{more},",
+        )
+    )
+
+
+def _vm_root_as_scratch(filesystem: str) -> NodeExpect:
+    """The lent H100 VM's only ext4 volume is its root (/dev/vda at /): scratch declared on it. The spec
+    refuses "/" as a mount point, so the compiled scratch entry is pointed at "/" here."""
+    n = _with_scratch("/dev/vda", f", filesystem: {filesystem}, mountpoint: /vm-root")
+    desired = copy.deepcopy(n.desired_state)
+    desired["storage"]["scratch"]["target"] = "/"
+    return dataclasses.replace(n, desired_state=desired)
+
+
+def test_scratch_fstype_from_the_mount_table_when_lsblk_has_none() -> None:
+    """Real captures from a VM without udev: lsblk's FSTYPE is null for /dev/vda, findmnt shows it mounted
+    at / as ext4 - pass; declared xfs - fail naming what the kernel has mounted there."""
+    ext4, xfs = _vm_root_as_scratch("ext4"), _vm_root_as_scratch("xfs")
+    vm = _scratch_answers(ext4, real(VM_LSBLK_VDA), findmnt=real(VM_FINDMNT))
+    st.test_scratch(ext4, FakeNode(vm))
+    with pytest.raises(
+        CheckFailed,
+        match=r"expected xfs on /dev/vda \(none: /dev/vda\) at /; found ext4 from /dev/vda at /\. Fix",
+    ):
+        st.test_scratch(xfs, FakeNode(vm))
+
+
 def test_scratch_single_device_on_a_real_capture(node: NodeExpect) -> None:
-    cmd = st.lsblk_cmd(["/dev/nvme3n1p1"])
-    st.test_scratch(node, FakeNode({cmd: (0, real(LSBLK))}))
+    """Real lsblk (nvme3n1p1 ext4 at /mnt/test-cache/vol-0), constructed findmnt agreeing with it."""
+    st.test_scratch(node, FakeNode(_scratch_answers(node, real(LSBLK))))
     other = _node(STORAGE.replace("mountpoint: /mnt/test-cache/vol-0", "mountpoint: /raid"))
-    with pytest.raises(CheckFailed, match=r"found ext4 on /dev/nvme3n1p1 at /mnt/test-cache/vol-0"):
-        st.test_scratch(other, FakeNode({cmd: (0, real(LSBLK))}))
+    with pytest.raises(
+        CheckFailed, match=r"found nothing mounted at /raid; /dev/nvme3n1p1 mounted at /mnt/test-cache/vol-0"
+    ):
+        st.test_scratch(other, FakeNode(_scratch_answers(other, real(LSBLK))))
+
+
+BY_ID = "/dev/disk/by-id/nvme-INTEL_SSDPF2KX076T1O_PHAX0000000000000000-part1"  # CONSTRUCTED serial
+
+
+def test_scratch_declared_by_id(node: NodeExpect) -> None:
+    """lsblk names a device by its kernel name whatever path it was given (util-linux lsblk.c: the name
+    comes from sysfs), so a /dev/disk/by-id path (the spec's advice) is resolved on the node first. Without
+    udev the by-id link does not exist: realpath -m prints it as written and lsblk finds nothing (exit 32)."""
+    by_id = _with_scratch(BY_ID, ", filesystem: ext4, mountpoint: /mnt/test-cache/vol-0")
+    linked = _scratch_answers(by_id, real(LSBLK), links={BY_ID: "/dev/nvme3n1p1"})
+    st.test_scratch(by_id, FakeNode(linked))
+    with pytest.raises(CheckFailed, match=rf"found missing: {BY_ID}\. Fix"):
+        st.test_scratch(by_id, FakeNode(_scratch_answers(by_id, real(VM_LSBLK_EXIT32), rc=32)))
+    with pytest.raises(CheckFailed, match=rf"found missing: {BY_ID} \(/dev/nvme9n1\)\. Fix"):
+        gone = _scratch_answers(by_id, real(VM_LSBLK_EXIT32), rc=32, links={BY_ID: "/dev/nvme9n1"})
+        st.test_scratch(by_id, FakeNode(gone))
+
+
+def test_scratch_other_device_or_filesystem_at_the_mount_point_fails(node: NodeExpect) -> None:
+    """CONSTRUCTED findmnt outputs: another device mounted at scratch's mount point (scratch's own device
+    mounted elsewhere), then the right device with another filesystem. lsblk is the real capture."""
+    swapped = _scratch_answers(
+        node,
+        real(LSBLK),
+        mnt__test_cache__vol_0={"source": "/dev/sdb1", "fstype": "ext4", "options": "rw"},
+        other={"source": "/dev/nvme3n1p1", "fstype": "ext4", "options": "rw"},
+    )
+    with pytest.raises(CheckFailed) as exc:
+        st.test_scratch(node, FakeNode(swapped))
+    assert exc.value.found == "ext4 from /dev/sdb1 at /mnt/test-cache/vol-0; /dev/nvme3n1p1 mounted at /other"
+    assert exc.value.expected == "ext4 on /dev/nvme3n1p1 (none: /dev/nvme3n1p1) at /mnt/test-cache/vol-0"
+    assert "storage" in exc.value.fix
+    xfs = _scratch_answers(
+        node,
+        real(LSBLK),
+        mnt__test_cache__vol_0={"source": "/dev/nvme3n1p1", "fstype": "xfs", "options": "rw"},
+    )
+    with pytest.raises(CheckFailed, match=r"found xfs from /dev/nvme3n1p1 at /mnt/test-cache/vol-0\. Fix"):
+        st.test_scratch(node, FakeNode(xfs))
+    unmounted = _scratch_answers(node, real(LSBLK), mnt__test_cache__vol_0=None)
+    with pytest.raises(CheckFailed, match=r"found nothing mounted at /mnt/test-cache/vol-0\. Fix"):
+        st.test_scratch(node, FakeNode(unmounted))
 
 
 def test_scratch_devices_absent_are_measured(node: NodeExpect) -> None:
     """lsblk exits 32 when none of the named devices exists (64: some): the devices are absent - fail naming
-    them, not an error (seen on a real H100 VM without NVMe)."""
-    cmd = st.lsblk_cmd(["/dev/nvme3n1p1"])
+    them, not an error (real captures from an H100 VM without NVMe)."""
     with pytest.raises(CheckFailed, match=r"scratch devices: .*found missing: /dev/nvme3n1p1"):
-        st.test_scratch(node, FakeNode({cmd: (32, "")}))
+        st.test_scratch(node, FakeNode(_scratch_answers(node, real(VM_LSBLK_EXIT32), rc=32)))
+    with pytest.raises(CheckFailed, match=r"scratch devices: .*found missing: /dev/nvme3n1p1"):
+        st.test_scratch(node, FakeNode(_scratch_answers(node, "", rc=32)))
+    raid = _with_scratch("/dev/vda, /dev/nvme0n1", ", raid: 0, mountpoint: /raid")
+    with pytest.raises(CheckFailed, match=r"scratch devices: .*found missing: /dev/nvme0n1\. Fix"):
+        st.test_scratch(raid, FakeNode(_scratch_answers(raid, real(VM_LSBLK_EXIT64), rc=64)))
 
 
-def _raid_lsblk(members: int) -> str:
-    md = {"name": "/dev/md127", "type": "raid0", "fstype": "xfs", "mountpoint": "/raid", "size": 2}
+def test_scratch_without_its_tools_is_an_error(node: NodeExpect) -> None:
+    """A tool that is not there measured nothing: error naming it, never a fail."""
+    full = _scratch_answers(node, real(LSBLK))
+    for cmd, tool in (
+        (st.FINDMNT, "findmnt"),
+        (st.lsblk_cmd(["/dev/nvme3n1p1"]), "lsblk"),
+        (st.realpath_cmd(["/dev/nvme3n1p1"]), "realpath"),
+    ):
+        with pytest.raises(ToolMissing, match=f"{tool} missing"):
+            st.test_scratch(node, FakeNode({k: v for k, v in full.items() if k != cmd}))
+
+
+def test_scratch_realpath_answer_not_one_path_a_line_is_an_error(node: NodeExpect) -> None:
+    answers_ = _scratch_answers(node, real(LSBLK)) | {st.realpath_cmd(["/dev/nvme3n1p1"]): (0, "")}
+    with pytest.raises(CheckError, match="not recognised"):
+        st.test_scratch(node, FakeNode(answers_))
+
+
+def _raid_lsblk(members: int, fstype: str | None = "xfs") -> str:
+    md = {"name": "/dev/md127", "type": "raid0", "fstype": fstype, "mountpoint": "/raid", "size": 2}
     devs = [
         {
             "name": f"/dev/nvme{i}n1",
@@ -174,16 +304,27 @@ def _raid_lsblk(members: int) -> str:
 
 
 def test_scratch_raid0() -> None:
-    raid = _node(
-        STORAGE.replace(
-            "scratch: {devices: [/dev/nvme3n1p1], filesystem: ext4, mountpoint: /mnt/test-cache/vol-0,",
-            "scratch: {devices: [/dev/nvme1n1, /dev/nvme2n1], raid: 0, mountpoint: /raid,",
-        )
-    )
-    cmd = st.lsblk_cmd(["/dev/nvme1n1", "/dev/nvme2n1"])
-    st.test_scratch(raid, FakeNode({cmd: (0, _raid_lsblk(2))}))
+    """CONSTRUCTED lsblk and findmnt: one md array over both devices, mounted at /raid (as /dev/md127, the
+    kernel's name, or as the plan's /dev/md/scratch when that links to it); lsblk without FSTYPE on the
+    array still passes; another array mounted there fails."""
+    raid = _with_scratch("/dev/nvme1n1, /dev/nvme2n1", ", raid: 0, mountpoint: /raid")
+    link = {"/dev/md/scratch": "/dev/md127"}
+    md = {"source": "/dev/md127", "fstype": "xfs", "options": "rw,noatime"}
+    st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2), links=link, raid=md)))
+    st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2, None), links=link, raid=md)))
+    as_named = md | {"source": "/dev/md/scratch"}
+    st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2), links=link, raid=as_named)))
+    stale = {"/dev/md/scratch": "/dev/md126"}  # the plan's name points at another array: not scratch
+    with pytest.raises(CheckFailed, match=r"found xfs from /dev/md/scratch at /raid\. Fix"):
+        st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2), links=stale, raid=as_named)))
+    other_md = md | {"source": "/dev/md126"}
+    with pytest.raises(CheckFailed, match=r"found xfs from /dev/md126 at /raid\. Fix"):
+        st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2), links=stale, raid=other_md)))
     with pytest.raises(CheckFailed, match=r"scratch RAID0.*over \['/dev/nvme1n1'\]"):
-        st.test_scratch(raid, FakeNode({cmd: (0, _raid_lsblk(1))}))
+        st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(1), links=link, raid=md)))
+    ext4 = md | {"fstype": "ext4"}
+    with pytest.raises(CheckFailed, match=r"found ext4 from /dev/md127 at /raid\. Fix"):
+        st.test_scratch(raid, FakeNode(_scratch_answers(raid, _raid_lsblk(2), links=link, raid=ext4)))
 
 
 # ---- NICs, LNet ----------------------------------------------------------------------------------------
@@ -290,6 +431,7 @@ def test_fio_job_error_is_an_error(node: NodeExpect) -> None:
 def test_prefetch_reads_only_what_the_node_declares(node: NodeExpect, ib_node: NodeExpect) -> None:
     cmds = st.commands(node)
     assert st.FINDMNT in cmds and st.NVFS in cmds and st.lsblk_cmd(["/dev/nvme3n1p1"]) in cmds
+    assert st.realpath_cmd(["/dev/nvme3n1p1"]) in cmds
     assert st.LNET not in cmds  # no Lustre mount
     assert st.nic_cmds("stor1")[2] in cmds  # home (NFS) goes over the storage NICs
     assert st.commands(ib_node) == []  # the lab spec declares no storage
