@@ -27,11 +27,20 @@ def _plan(spec: Path):  # type: ignore[no-untyped-def]
 def check(
     spec: SpecArg,
     discovery: Annotated[
-        Path,
+        Path | None,
         typer.Option(
-            help="recorded discovery: a folder of per-device lldpctl outputs and/or ibnetdiscover/iblinkinfo"
+            help="recorded discovery: a folder of per-device lldpctl outputs and/or ibnetdiscover/iblinkinfo "
+            "(with --collect: the folder to record into; default a new temporary folder)"
         ),
-    ],
+    ] = None,
+    collect: Annotated[
+        bool,
+        typer.Option(
+            "--collect",
+            help="record the discovery first: each RoCE node's `lldpctl -f json` over SSH (the inventory's "
+            "settings); nodes that cannot answer are listed and their links not checked",
+        ),
+    ] = False,
     fmt: Annotated[str, format_option(*FORMATS)] = "text",
     output: OutputOpt = None,
     allow_unchecked: Annotated[
@@ -42,7 +51,25 @@ def check(
     from clusterforge.fabric.check import check as run_check
     from clusterforge.fabric.formats import RENDERERS
 
-    report = run_check(_plan(spec), discovery)
+    if collect:
+        import tempfile
+
+        from clusterforge.flows.fabric_collect import collect as run_collect
+        from clusterforge.flows.plan import load_plan
+        from clusterforge.term import safe
+
+        plan, inventory = load_plan(spec)
+        folder = discovery or Path(tempfile.mkdtemp(prefix=f"cf-discovery-{plan.name}-"))
+        got = run_collect(plan.doc, inventory, folder)
+        typer.echo(f"discovery: {len(got.written)} nodes' LLDP views in {folder}", err=True)
+        for node, why in sorted(got.missed.items()):
+            typer.echo(f"  not collected: {safe(node)}: {safe(why)}", err=True)
+        discovery = folder
+    elif discovery is None:
+        raise typer.BadParameter("give --discovery DIR (a recorded discovery) or --collect")
+    else:
+        plan = _plan(spec)
+    report = run_check(plan, discovery)
     emit(RENDERERS[fmt](report, allow_unchecked), output)
     if output is not None:  # stdout keeps the text for people
         typer.echo(RENDERERS["text"](report, allow_unchecked), nl=False)

@@ -1,13 +1,16 @@
 """Per-node cabling on the lab's real wiring: each RoCE rail's host end sits on its rail bridge, the lab's
 LLDP emulator speaks for the leaf that bridge stands for, and the node's own lldpd (from the lldpd role)
 hears it. Crossing two rails' links on the host is a miscabling: the quick tier fails both rails naming both
-cables; putting them back passes again."""
+cables, and `clusterforge fabric check --collect` (the nodes' LLDP views over SSH) exits 3 naming the same
+two cables as a swap; putting them back passes both again."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,6 +46,24 @@ def _checks(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["check_id"]: c for c in node["checks"]}
 
 
+def _fabric_check(certify_lab: Any, out: Path) -> tuple[int, dict[str, Any]]:
+    """`clusterforge fabric check --collect` as an operator runs it: the nodes' LLDP views over SSH."""
+    cli = Path(sys.executable).parent / "clusterforge"
+    argv = [
+        str(cli),
+        "fabric",
+        "check",
+        str(certify_lab.spec),
+        "--collect",
+        "--discovery",
+        str(out.parent / "disc"),
+    ]
+    argv += ["--allow-unchecked", "--format", "json", "--output", str(out)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    assert out.exists(), f"fabric check wrote no report: rc {r.returncode}\n{r.stdout}\n{r.stderr}"
+    return r.returncode, json.loads(out.read_text())
+
+
 def test_crossed_rail_cables_fail_naming_both_and_pass_once_fixed(
     certify_lab: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -68,9 +89,18 @@ def test_crossed_rail_cables_fail_naming_both_and_pass_once_fixed(
         for w in (planned[0], planned[1]):
             assert str(w["cable_id"]) in said, (w["cable_id"], said)
         assert "swapped" in said
+        # the fabric-wide check names the same two cables, as a swap
+        rc, rep = _fabric_check(certify_lab, tmp_path / "crossed" / "fabric.json")
+        assert rc == 3, rep
+        cables = {str(planned[0]["cable_id"]), str(planned[1]["cable_id"])}
+        swaps = [f for f in rep["findings"] if f["problem"] == "swapped"]
+        assert [set(f["cables"]) for f in swaps] == [cables], rep["findings"]
+        assert {f["problem"] for f in rep["findings"]} == {"swapped"}, rep["findings"]
     finally:
         _attach(r0.host_link, r0.bridge)
         _attach(r1.host_link, r1.bridge)
     _wait_heard(certify_lab, r0.netdev, str(planned[0]["switch"]))
     rc, doc = certify_lab.certify(limit=NODE, admit=False)
     assert rc == 0, {cid: c["status"] for cid, c in _checks(doc).items() if c["status"] != "pass"}
+    rc, rep = _fabric_check(certify_lab, tmp_path / "fixed" / "fabric.json")
+    assert rc == 0 and not rep["findings"], rep
