@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterforge.remote.ssh import reachable, ssh_argv, ssh_setup
+from clusterforge.remote.ssh import reachable, run_on, ssh_setup
 
 LLDP_COMMAND = "lldpctl -f json"
 LLDP_TIMEOUT_S = 30
@@ -50,14 +50,7 @@ def collect(
         if not ok:
             return node, None, f"unreachable: {why}"
         try:
-            p = subprocess.run(
-                ssh_argv(ssh.target(node), LLDP_COMMAND, config=ssh.config),
-                capture_output=True,
-                text=True,
-                timeout=LLDP_TIMEOUT_S,
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
+            p = run_on(ssh, node, LLDP_COMMAND, LLDP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return node, None, f"{LLDP_COMMAND}: no answer within {LLDP_TIMEOUT_S} s"
         if p.returncode != 0 or not p.stdout.strip():

@@ -156,6 +156,19 @@ def reachable(ssh: SshSetup, node: str, tries: int = 3) -> tuple[bool, str]:
     return ok, why
 
 
+def run_on(ssh: SshSetup, node: str, command: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """`command` (remote shell text built by `clusterforge.remote.commands`, or a constant) on `node` over
+    the run's ssh_config, its output as text; `subprocess.TimeoutExpired` past `timeout`."""
+    return subprocess.run(
+        ssh_argv(ssh.target(node), command, config=ssh.config),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
 def booted(ssh: SshSetup, node: str, wait_s: int = BOOT_WAIT_S) -> tuple[bool, str]:
     """Whether systemd finished starting the node (`is-system-running --wait`, at most `wait_s` on the node),
     with its state word. `running` and `degraded` are booted (a failed unit is the checks' business); a
@@ -164,14 +177,7 @@ def booted(ssh: SshSetup, node: str, wait_s: int = BOOT_WAIT_S) -> tuple[bool, s
     wait = f"timeout {int(wait_s)} systemctl is-system-running --wait >/dev/null 2>&1"
     script = f"{wait}; systemctl is-system-running"
     try:
-        p = subprocess.run(
-            ssh_argv(ssh.target(node), script, config=ssh.config),
-            capture_output=True,
-            text=True,
-            timeout=wait_s + SSH_PROBE_S,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        p = run_on(ssh, node, script, wait_s + SSH_PROBE_S)
     except subprocess.TimeoutExpired:
         return False, f"no answer to systemctl is-system-running within {wait_s + SSH_PROBE_S} s"
     words = p.stdout.split()
@@ -181,14 +187,7 @@ def booted(ssh: SshSetup, node: str, wait_s: int = BOOT_WAIT_S) -> tuple[bool, s
 
 def _probe(ssh: SshSetup, node: str) -> tuple[bool, str]:
     try:
-        p = subprocess.run(
-            ssh_argv(ssh.target(node), "true", config=ssh.config),
-            capture_output=True,
-            text=True,
-            timeout=SSH_PROBE_S,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        p = run_on(ssh, node, "true", SSH_PROBE_S)
     except subprocess.TimeoutExpired:
         return False, f"no SSH answer within {SSH_PROBE_S} s"
     if p.returncode != 0:
