@@ -64,6 +64,9 @@ def check(
         typer.echo(f"discovery: {len(got.written)} nodes' LLDP views in {folder}", err=True)
         for node, why in sorted(got.missed.items()):
             typer.echo(f"  not collected: {safe(node)}: {safe(why)}", err=True)
+        if got.missed and not got.written:  # nothing measured: not a verdict on the cabling, nor bad input
+            typer.echo("fabric check: no node answered; nothing to compare", err=True)
+            raise typer.Exit(int(ExitCode.TOOL_FAILED))
         discovery = folder
     elif discovery is None:
         raise typer.BadParameter("give --discovery DIR (a recorded discovery) or --collect")

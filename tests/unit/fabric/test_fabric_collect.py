@@ -74,3 +74,26 @@ def test_collects_roce_nodes_and_names_the_ones_that_did_not_answer(fake: Path, 
 def test_no_roce_node_no_ssh(tmp_path: Path) -> None:
     got = fabric_collect.collect({"nodes": [PLAN["nodes"][3]]}, tmp_path, tmp_path / "d")
     assert got.written == [] and got.missed == {}
+
+
+def test_cli_nothing_collected_is_no_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every node unreachable: exit 1 (nothing measured), never 3 (miscabled) or 2 (bad input)."""
+    from typer.testing import CliRunner
+
+    from clusterforge.cli import app
+    from clusterforge.flows import plan as plan_flow
+    from tests.conftest import REPO, example_plan
+
+    monkeypatch.setattr(plan_flow, "load_plan", lambda spec: (example_plan("lab"), tmp_path))
+    monkeypatch.setattr(
+        fabric_collect,
+        "collect",
+        lambda doc, inv, folder: fabric_collect.Collected(folder, [], {"roce-01": "unreachable: timed out"}),
+    )
+    spec = str(REPO / "inventory/clusters/lab.yaml")
+    res = CliRunner().invoke(app, ["fabric", "check", spec, "--collect", "--discovery", str(tmp_path / "d")])
+    assert res.exit_code == 1, res.output
+    assert "roce-01: unreachable: timed out" in res.output
+    assert "no node answered" in res.output
+    res = CliRunner().invoke(app, ["fabric", "check", spec])
+    assert res.exit_code == 2, res.output

@@ -5,7 +5,6 @@ the binary gets no Prometheus and a warning, not a failed `lab up`."""
 from __future__ import annotations
 
 import logging
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,12 +14,11 @@ import yaml
 from clusterforge import assets
 from clusterforge.lab import prometheus
 from tests.conftest import example_plan
+from tests.unit.monitoring.test_monitoring import need_promtool
 
 
 def test_lab_config_passes_promtool_with_the_packaged_rules(tmp_path: Path) -> None:
-    tool = shutil.which("promtool")
-    if tool is None:
-        pytest.skip("promtool not installed (Debian package `prometheus`; scripts/install-system-deps.sh)")
+    tool = need_promtool()
     plan = example_plan("lab").doc
     rules = assets.monitoring() / "alerts" / "clusterforge.rules.yml"
     conf = tmp_path / "prometheus.yml"

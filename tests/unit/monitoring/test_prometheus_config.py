@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 
 from clusterforge.plan.prometheus_config import render
 from tests.conftest import REPO, example_plan
+from tests.unit.monitoring.test_monitoring import need_promtool
 
 RULES = REPO / "monitoring" / "alerts" / "clusterforge.rules.yml"
-
-
-def need_promtool() -> str:
-    tool = os.environ.get("PROMTOOL") or shutil.which("promtool")
-    if tool is None:
-        pytest.skip("promtool not installed (Debian package `prometheus`; scripts/install-system-deps.sh)")
-    return tool
 
 
 def test_every_node_and_exporter_is_scraped() -> None:
