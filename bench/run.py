@@ -13,7 +13,8 @@ Stages (choose with --stages; sizes with the flags below):
              SSH multiplexing off (ControlMaster no: a new connection per command; reads still batched),
              and the naive baseline: multiplexing off and the validators' --cf-no-batch (no batched
              prefetch, no output shared between checks: every check opens its own connections)
-  drift      `clusterforge drift` (check+diff site.yml + quick validators + certificates), 4 nodes (16 --full)
+  drift      `clusterforge drift`: fast (applied state) and --deep (check+diff site.yml), each with the
+             quick validators + certificates, 4 nodes (16 --full); controller CPU-s
 
 The lab stages need root and a host with no other lab up: the run waits (--wait-lab) for other labs to go,
 holds the integration tests' lock (/run/lock/clusterforge-lab-tests.lock) while its lab (cluster `bench`,
@@ -37,6 +38,7 @@ import json
 import math
 import os
 import platform
+import resource
 import shutil
 import socket
 import sys
@@ -98,6 +100,7 @@ COMPARISONS = (
     ("no-op provision: naive env / tuned env", "provision", "no-op naive", "no-op tuned"),
     ("no-op provision: stock tuned (linear) / tuned (Mitogen)", "provision", "no-op stock", "no-op tuned"),
     ("drift: stock tuned (linear) / tuned (Mitogen)", "drift", "stock (linear)", "tuned"),
+    ("drift: deep (check+diff, Mitogen) / fast (applied state)", "drift", "tuned", "fast"),
     (
         "certification validators: no SSH multiplexing / one session per node",
         "certify",
@@ -338,15 +341,18 @@ def bench_naive(doc: dict[str, Any], inv: Path, n: int, console: Any) -> list[Ro
 def _provision_row(doc: dict[str, Any], inv: Path, n: int, console: Any, variant: str) -> Row:
     from clusterforge import targets
     from clusterforge.run.naive import ANSIBLE_DEFAULT_FORKS, naive_runner, stock_runner
-    from clusterforge.run.provision import Options, provision
+    from clusterforge.run.provision import Options, provision_recorded
     from clusterforge.run.shard import forks_for
 
     opts = Options(forks=ANSIBLE_DEFAULT_FORKS) if variant == "no-op naive" else Options()
     ctx = {"no-op naive": naive_runner, "no-op stock": stock_runner}.get(variant, contextlib.nullcontext)
     with ctx():
         target = targets.for_plan(doc)
+        # recorded, as `clusterforge provision` runs it: the nodes' applied state is what the fast drift reads
         secs, rep = _timed(
-            lambda: provision(doc, inv, opts, target.pool_manager(doc), console, target.environment(doc))
+            lambda: provision_recorded(
+                doc, inv, opts, target.pool_manager(doc), console, None, target.environment(doc)
+            )
         )
     changed = sum(h.changed for h in rep.hosts.values())
     rebooted = sum(1 for h in rep.hosts.values() if h.rebooted)
@@ -446,9 +452,16 @@ def _environ(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process (all threads) and its waited-for children (ansible-playbook, ssh)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def bench_drift(doc: dict[str, Any], inv: Path, n: int) -> list[Row]:
-    """Drift (site.yml check+diff and the quick validators) with the tuned environment (Mitogen), then
-    with the stock tuned one (linear strategy), side by side."""
+    """Drift side by side on the same provisioned nodes: fast (each node against its applied state + the
+    quick validators), deep (site.yml check+diff + the quick validators) tuned (Mitogen), deep on the stock
+    tuned environment (linear strategy); each with the controller's CPU seconds."""
     from clusterforge import targets
     from clusterforge.flows.drift import drift
     from clusterforge.run.naive import stock_runner
@@ -456,9 +469,17 @@ def bench_drift(doc: dict[str, Any], inv: Path, n: int) -> list[Row]:
     env = targets.for_plan(doc).environment(doc)  # the lab BMCs' account for the bios role, as the flow
 
     rows = []
-    for variant, ctx in (("tuned", contextlib.nullcontext), ("stock (linear)", stock_runner)):
+    variants = (
+        ("fast", contextlib.nullcontext, False),
+        ("tuned", contextlib.nullcontext, True),
+        ("stock (linear)", stock_runner, True),
+    )
+    for variant, ctx, deep in variants:
         with ctx():
-            secs, rep = _timed(lambda: drift(doc, inv, env=env))
+            cpu0 = _cpu_s()
+            secs, rep = _timed(lambda: drift(doc, inv, env=env, deep=deep))  # noqa: B023 (called here)
+            cpu = _cpu_s() - cpu0
+        how = "check+diff on every node" if deep else f"applied state; check+diff on {len(rep.deep)} nodes"
         rows.append(
             row(
                 "drift",
@@ -466,7 +487,9 @@ def bench_drift(doc: dict[str, Any], inv: Path, n: int) -> list[Row]:
                 n,
                 secs,
                 items=len(rep.items),
-                note=f"check+diff + quick validators; {len(rep.items)} drift items",
+                cpu_s=round(cpu, 2),
+                note=f"{how} + quick validators; {len(rep.items)} drift items; "
+                f"controller {cpu / n:.2f} CPU-s/node",
             )
         )
         _say(rows[-1])

@@ -196,7 +196,7 @@ def provisioned_lab(
     from rich.console import Console
 
     from clusterforge import targets
-    from clusterforge.run.provision import Options, provision
+    from clusterforge.run.provision import Options, provision_recorded
 
     doc = json.loads(lab_plan_path.read_text())
     inv = lab_plan_path.parent
@@ -208,9 +208,13 @@ def provisioned_lab(
     with log.open("w") as fh:
         target = targets.for_plan(doc)
         pool, env = target.pool_manager(doc), target.environment(doc)
-        report = provision(doc, inv, Options(), pool, Console(file=fh, width=200), env)
+        # a provision run of the records, as `clusterforge provision` makes: each node's applied state is
+        # kept with it (what the fast drift compares the node with)
+        report = provision_recorded(doc, inv, Options(), pool, Console(file=fh, width=200), LAB_SPEC, env)
     failed = {h.host: f"{h.failed_task}: {h.message}" for h in report.failed}
     assert report.ok, f"provisioning the lab failed: {failed} (log {log})"
+    unread = {h.host: h.applied_error for h in report.hosts.values() if not h.applied}
+    assert not unread, f"applied state not read after provisioning: {unread}"
     figures = os.environ.get("CLUSTERFORGE_TEST_FIGURES")  # a file: the run's figures, for bench/README
     if figures:
         with open(figures, "a") as fh:

@@ -24,10 +24,18 @@ def drift(
         str | None, typer.Option(help="check only shard i/n of the hosts (several controllers)")
     ] = None,
     extra_vars: ExtraVarsOpt = None,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="run site.yml --check --diff on every node (default: only where the applied state is "
+            "unknown, of another plan, or found changed)",
+        ),
+    ] = False,
 ) -> None:
     """Does every node still match the declared cluster? Exit 0 none, 3 drift, 2 bad input, 1 tool failed."""
     from clusterforge.flows.drift import drift_flow
 
     ev = extravars.parse(extra_vars or [])
     console = human_console(fmt, output)
-    raise typer.Exit(drift_flow(spec, fmt, limit, allow_unreachable, fix, output, console, shard, ev))
+    raise typer.Exit(drift_flow(spec, fmt, limit, allow_unreachable, fix, output, console, shard, ev, deep))

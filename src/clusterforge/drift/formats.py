@@ -28,6 +28,11 @@ def text(r: DriftReport, allow_unreachable: bool = False) -> str:
                 lines.append(f"           fix: {i.fix}")
     for e in r.errors:
         lines.append(f"  ERROR  {e}")
+    if r.deep:
+        fast = len(r.nodes) - len(r.deep)
+        lines.append(f"  read: {fast} node(s) against their applied state, {len(r.deep)} by the deep check")
+        for node, why in sorted(r.deep.items()):
+            lines.append(f"         - {node}: {why}")
     verdict = "DRIFT" if r.drifted(allow_unreachable) else "no drift"
     lines.append(f"result: {verdict}")
     return "\n".join(lines) + "\n"

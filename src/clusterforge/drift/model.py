@@ -27,6 +27,8 @@ class DriftReport:
     items: list[DriftItem] = field(default_factory=list)
     unreachable: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # the tool could not check something
+    #: node -> why its drift ran the deep check (site.yml --check --diff); the others were read fast
+    deep: dict[str, str] = field(default_factory=dict)
 
     def by_node(self) -> dict[str, list[DriftItem]]:
         out: dict[str, list[DriftItem]] = {n: [] for n in self.nodes}
@@ -45,6 +47,7 @@ class DriftReport:
             "nodes": self.nodes,
             "unreachable": self.unreachable,
             "errors": self.errors,
+            "deep": self.deep,
             "items": [asdict(i) for i in self.items],
         }
 

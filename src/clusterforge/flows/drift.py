@@ -1,5 +1,7 @@
-"""`clusterforge drift`: plan → site.yml in check+diff mode plus the quick validators, merged per node →
-render → (optional) fix: provision and re-certify the drifted nodes → exit code."""
+"""`clusterforge drift`: plan → each node's live state against its applied state (what its last provision
+left) and the quick validators, site.yml in check+diff mode where that state is unknown, stale or found
+changed (all nodes with --deep), merged per node → render → (optional) fix: provision and re-certify the
+drifted nodes → exit code."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ from typing import Any
 
 from rich.console import Console
 
-from clusterforge import targets, term
+from clusterforge import __version__, targets, term
 from clusterforge.certify.runner import run_checks
 from clusterforge.drift import formats
 from clusterforge.drift.ansible_diff import items_from_check_run
+from clusterforge.drift.applied import compare, fast_or_deep
 from clusterforge.drift.model import DriftItem, DriftReport
 from clusterforge.drift.run import add_validator_items, certificate_drift
 from clusterforge.errors import ExitCode
@@ -23,6 +26,7 @@ from clusterforge.flows.plan import load_plan
 from clusterforge.flows.provision import print_report
 from clusterforge.records.outcomes import recorded_run
 from clusterforge.remote.inventory import plan_order, resolve_hosts
+from clusterforge.remote.node_state import StateRead, read_states
 from clusterforge.run.ansible import run_playbook, strategy_env
 from clusterforge.run.progress import Progress
 from clusterforge.run.provision import Options, provision_recorded
@@ -63,6 +67,7 @@ def drift_flow(
     console: Console,
     shard: str | None = None,
     extra_vars: dict[str, Any] | None = None,
+    deep: bool = False,
 ) -> int:
     strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before anything runs
     plan, inv = load_plan(spec)
@@ -70,7 +75,7 @@ def drift_flow(
     env = target.environment(plan.doc)
     record = (spec, allow_unreachable)
     report = drift_recorded(
-        plan.doc, inv, limit, record, shard=shard, extra_vars=extra_vars, env=env, console=console
+        plan.doc, inv, limit, record, shard=shard, extra_vars=extra_vars, env=env, console=console, deep=deep
     )
     publish(report, fmt, allow_unreachable, output, console)
     if fix and report.drifted(allow_unreachable):
@@ -81,7 +86,9 @@ def drift_flow(
             rep = provision_recorded(plan.doc, inv, opts, target.pool_manager(plan.doc), console, spec, env)
             print_report(rep, console)
             certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
-            report = drift_recorded(plan.doc, inv, limit, record, shard=shard, env=env, console=console)
+            report = drift_recorded(
+                plan.doc, inv, limit, record, shard=shard, env=env, console=console, deep=deep
+            )
             publish(report, fmt, allow_unreachable, output, console)
     if report.errors and not report.drifted(allow_unreachable):
         return int(ExitCode.TOOL_FAILED)
@@ -123,30 +130,67 @@ def _check_and_validate(
     plan_doc: dict[str, Any],
     inventory: Path,
     hosts: list[str],
+    deep_hosts: list[str],
+    fast: dict[str, dict[str, Any]],
     forks: int | None,
     validators: bool,
     extra_vars: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> None:
-    """The check run and the quick validators side by side: both only read the nodes, and the check run
-    (one Ansible controller process, mostly one core) leaves CPU for the validators' SSH sessions."""
+    """The quick validators on every host, the applied-state read of the `fast` hosts and the check run of
+    the `deep_hosts`, side by side: all only read the nodes, and the check run (one Ansible controller
+    process, mostly one core) leaves CPU for the SSH sessions. A fast host found changed is then run
+    through the check as well, so that each difference is named by the task that manages it."""
     cancel = threading.Event()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="drift-validators") as pool:
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="drift-read") as pool:
         checks = (
             pool.submit(run_checks, plan_doc, inventory, "quick", hosts, False, None, cancel, env=env)
             if validators and hosts
             else None
         )
+        states = pool.submit(
+            read_states, plan_doc, inventory, {h: fast[h].get("managed") or {} for h in fast}
+        )
         try:
             # env: the target's (the lab BMCs' account for the bios role); run in this (main) thread, which
             # owns signal handling
-            ansible_drift(report, inventory, hosts, forks, env, extra_vars, on_event)
+            if deep_hosts:
+                ansible_drift(report, inventory, deep_hosts, forks, env, extra_vars, on_event)
+            changed = _compare_applied(report, fast, states.result())
+            if changed:
+                report.deep.update(
+                    {h: "changed since its provision: the check names each difference" for h in changed}
+                )
+                ansible_drift(report, inventory, changed, forks, env, extra_vars, on_event)
         except BaseException:
             cancel.set()  # interrupted: stop the validators before leaving
             raise
         if checks is not None:
             add_validator_items(report, checks.result())
+
+
+def _compare_applied(
+    report: DriftReport, fast: dict[str, dict[str, Any]], reads: dict[str, StateRead]
+) -> list[str]:
+    """Items of every fast host whose live state differs from its applied state; the hosts that do."""
+    changed = []
+    for host, rec in sorted(fast.items()):
+        read = reads.get(host)
+        if read is None or read.state is None:
+            why = read.error if read else "not read"
+            if why.startswith("unreachable"):
+                if host not in report.unreachable:
+                    report.unreachable.append(host)
+            else:
+                report.errors.append(f"{host}: applied-state read failed: {why}")
+            continue
+        report.errors += [f"{host}: applied-state read: {e}" for e in read.state.get("errors", [])]
+        items = compare(host, rec, read.state)
+        if items:
+            report.items += items
+            changed.append(host)
+    return changed
 
 
 def drift(
@@ -159,9 +203,13 @@ def drift(
     extra_vars: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     console: Console | None = None,
+    deep: bool = False,
 ) -> DriftReport:
-    """Check-mode site.yml and the quick validators side by side, merged per node; `env`: the target's;
-    with `console`, the check run's progress on it (per host, or summary lines)."""
+    """Each node read against its applied state (what its last provision left: files, packages, services,
+    modules) with the quick validators, merged per node; the check run (site.yml --check --diff) for the
+    nodes whose applied state is unknown or of another plan, for those found changed, and for all with
+    `deep` (or `extra_vars`, which change what is applied). `env`: the target's; with `console`, the
+    progress on it (per host, or summary lines)."""
     planned = [n["name"] for n in plan_doc["nodes"]]
     hosts = select(plan_order(resolve_hosts(inventory, limit), plan_doc), shard)
     forks = forks or forks_for(len(hosts))
@@ -169,14 +217,25 @@ def drift(
     missing = [n for n in select(planned, shard) if n not in hosts] if not limit else []
     for n in missing:
         report.items.append(DriftItem(n, "inventory", "node in the inventory", "missing", "inventory"))
+    if deep or extra_vars:
+        why = "--deep" if deep else "--extra-vars change what is applied"
+        fast: dict[str, dict[str, Any]] = {}
+        report.deep = dict.fromkeys(hosts, why)
+    else:
+        split = fast_or_deep(plan_doc, _latest_applied(plan_doc["cluster"], hosts), __version__)
+        fast, report.deep = split.fast, dict(split.deep)
+        report.items += split.behind
+    deep_hosts = [h for h in hosts if h in report.deep]
+    args = (report, plan_doc, inventory, hosts, deep_hosts, fast, forks, validators, extra_vars, env)
     if console is None:
-        _check_and_validate(report, plan_doc, inventory, hosts, forks, validators, extra_vars, env)
+        _check_and_validate(*args)
     else:
         with Progress(console, hosts, label="drift check run") as progress:
-            progress.phase(f"drift: site.yml --check --diff and the quick validators on {len(hosts)} nodes")
-            _check_and_validate(
-                report, plan_doc, inventory, hosts, forks, validators, extra_vars, env, progress.event
+            progress.phase(
+                f"drift: {len(fast)} nodes against their applied state, {len(deep_hosts)} by site.yml "
+                f"--check --diff; the quick validators on {len(hosts)}"
             )
+            _check_and_validate(*args, progress.event)
     reachable = [h for h in hosts if h not in report.unreachable]
     certificate_drift(report, plan_doc, reachable)
     for h in report.unreachable:
@@ -186,12 +245,19 @@ def drift(
                 "reachability",
                 "reachable over SSH",
                 "unreachable",
-                "ansible",
+                "ansible" if h in report.deep else "ssh",
                 fix="check the node's power, network and sshd",
             )
         )
     report.items.sort(key=lambda i: (i.node, i.source, i.setting))
     return report
+
+
+def _latest_applied(cluster: str, hosts: list[str]) -> dict[str, dict[str, Any] | None]:
+    from clusterforge.records.store import Store
+
+    with Store() as store:
+        return store.latest_applied(cluster, hosts)
 
 
 def drift_recorded(
@@ -204,6 +270,7 @@ def drift_recorded(
     extra_vars: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     console: Console | None = None,
+    deep: bool = False,
 ) -> DriftReport:
     """`drift` as a drift run of the records (`record`: the spec path, and whether unreachable nodes are
     allowed): started `running`, finished with each node's outcome (the status as the exit code reads it);
@@ -213,7 +280,14 @@ def drift_recorded(
         "drift", plan_doc["cluster"], plan_hash=plan_doc.get("plan_hash"), spec_path=spec_path, shard=shard
     ) as rec:
         report = drift(
-            plan_doc, inventory, limit, shard=shard, extra_vars=extra_vars, env=env, console=console
+            plan_doc,
+            inventory,
+            limit,
+            shard=shard,
+            extra_vars=extra_vars,
+            env=env,
+            console=console,
+            deep=deep,
         )
         rec.finish(report.outcome(allow_unreachable))
     return report

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clusterforge.records._util import from_json, iso, to_json, utcnow
 from clusterforge.records.db import Database
@@ -84,6 +84,33 @@ class OutcomesMixin(Database):
             _node_outcome(r)
             for r in self._all("SELECT * FROM run_nodes WHERE run_id = ? ORDER BY node", (run_id,))
         ]
+
+    def latest_applied(self, cluster: str, nodes: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+        """Per node, the applied state its latest provision run recorded (`run.managed.applied_state`);
+        None when that run left none: the node failed there, was only checked in part (--tags), or the
+        run could not read it. Check-mode runs and nodes a run skipped do not count: they changed
+        nothing. A node never provisioned here: None."""
+        wanted = list(dict.fromkeys(nodes))
+        out: dict[str, dict[str, Any] | None] = dict.fromkeys(wanted)
+        latest: dict[str, str] = {}
+        for chunk in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
+            marks = ",".join("?" * len(chunk))
+            rows = self._all(
+                "SELECT rn.node, rn.outcome, rn.detail, rn.recorded_at FROM run_nodes rn"
+                " JOIN runs r ON r.id = rn.run_id"
+                " WHERE r.kind = 'provision' AND r.cluster = ? AND (r.tier IS NULL OR r.tier != 'check')"
+                f" AND r.status IN ('passed', 'failed', 'error') AND rn.outcome != 'skipped'"
+                f" AND rn.node IN ({marks})",
+                (cluster, *chunk),
+            )
+            for row in rows:
+                if row["recorded_at"] < latest.get(row["node"], ""):
+                    continue
+                latest[row["node"]] = row["recorded_at"]
+                detail = from_json(row["detail"]) or {}
+                ok = row["outcome"] in ("ok", "changed")
+                out[row["node"]] = detail.get("applied") if ok else None
+        return out
 
     def find_run(self, prefix: str) -> str:
         """The id of the run whose id is `prefix` or starts with it (one run only)."""

@@ -156,16 +156,19 @@ def reachable(ssh: SshSetup, node: str, tries: int = 3) -> tuple[bool, str]:
     return ok, why
 
 
-def run_on(ssh: SshSetup, node: str, command: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def run_on(
+    ssh: SshSetup, node: str, command: str, timeout: float, stdin_text: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """`command` (remote shell text built by `clusterforge.remote.commands`, or a constant) on `node` over
-    the run's ssh_config, its output as text; `subprocess.TimeoutExpired` past `timeout`."""
+    the run's ssh_config, its output as text; `stdin_text`: what the remote command reads (a program for
+    `python3 -`), else nothing; `subprocess.TimeoutExpired` past `timeout`."""
+    argv = ssh_argv(ssh.target(node), command, config=ssh.config)
+    if stdin_text is not None:
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, input=stdin_text, check=False
+        )
     return subprocess.run(
-        ssh_argv(ssh.target(node), command, config=ssh.config),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        check=False,
+        argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from clusterforge import assets
 from clusterforge.childenv import scrub_environ
 from clusterforge.remote.inventory import inventory_sources
+from clusterforge.run.managed import Managed, from_result
 from clusterforge.run.task_diff import task_diff
 
 FACT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clusterforge" / "facts"
@@ -76,6 +77,8 @@ class PlaybookResult:
     tasks: list[TaskResult]
     private_data_dir: str
     duration: float
+    #: per host, what its successful tasks manage (files, packages, services, modules): `run.managed`
+    managed: dict[str, Managed] = field(default_factory=dict)
 
     @property
     def failed_hosts(self) -> list[HostResult]:
@@ -227,6 +230,7 @@ def run_playbook(
     cp_dir.mkdir()
     hosts: dict[str, HostResult] = {}
     tasks: list[TaskResult] = []
+    managed: dict[str, Managed] = {}
     t0 = time.time()
 
     def host(name: str) -> HostResult:
@@ -247,6 +251,7 @@ def run_playbook(
             role = data.get("role", "")
             if kind == "runner_on_ok":
                 st = "changed" if res.get("changed") else "ok"
+                managed.setdefault(name, Managed()).add(from_result(str(data.get("task_action", "")), res))
                 if res.get("changed"):
                     h.changed_tasks.append(f"{role}: {task}" if role else task)
             elif kind == "runner_on_failed":
@@ -319,7 +324,9 @@ def run_playbook(
                 h = host(name)
                 setattr(h, attr, int(n))
                 h.stats[key] = int(n)
-        result = PlaybookResult(playbook, int(r.rc), str(r.status), hosts, tasks, str(pdd), time.time() - t0)
+        result = PlaybookResult(
+            playbook, int(r.rc), str(r.status), hosts, tasks, str(pdd), time.time() - t0, managed
+        )
     finally:
         if keep_artifacts is not None:
             keep_artifacts.mkdir(parents=True, exist_ok=True)

@@ -24,9 +24,11 @@ from clusterforge.errors import ClusterforgeError
 from clusterforge.records.model import NodeOutcome, RunOutcome
 from clusterforge.records.outcomes import recorded_run
 from clusterforge.remote.inventory import plan_order, resolve_hosts
+from clusterforge.remote.node_state import read_states
 from clusterforge.run.ansible import PlaybookResult, run_playbook
 from clusterforge.run.batches import OUT_OF_SERVICE, over_fail_limit, rollout_batches
 from clusterforge.run.logs import PLAYBOOK_RAN, run_logs
+from clusterforge.run.managed import Managed, applied_state
 from clusterforge.run.progress import Progress
 from clusterforge.run.shard import forks_for
 
@@ -68,6 +70,9 @@ class HostRecord:
     rebooted: bool = False
     drained: bool = False
     changed_tasks: list[str] = field(default_factory=list)
+    managed: Managed = field(default_factory=Managed)  # what the site.yml runs manage on it
+    applied: dict[str, Any] | None = None  # its state right after converging: `applied_state`
+    applied_error: str = ""  # why it could not be read (the node's drift then runs the deep check)
 
 
 @dataclass
@@ -119,6 +124,8 @@ class ProvisionReport:
                     "rebooted": h.rebooted,
                     "drained": h.drained,
                     "changed_tasks": h.changed_tasks,
+                    **({"applied": h.applied} if h.applied else {}),
+                    **({"applied_error": h.applied_error} if h.applied_error else {}),
                 },
             )
             for h in hosts
@@ -133,6 +140,7 @@ def _merge(report: ProvisionReport, res: PlaybookResult) -> None:
         rec.duration += h.duration
         rec.changed += h.changed
         rec.changed_tasks += h.changed_tasks
+        rec.managed.add(res.managed.get(name, Managed()))
         order = ["ok", "changed", "failed", "unreachable"]
         if order.index(h.status) >= order.index(rec.status if rec.status in order else "ok"):
             rec.status = h.status
@@ -235,11 +243,38 @@ def provision(
                     f"{rollout['max_fail_percentage']}%: later batches not started"
                 )
                 break
+        if not opts.check and not opts.tags and not opts.extra_vars:  # -e: not the plan's state
+            record_applied(report, plan_doc, inventory, progress)
     for h in hosts:
         stopped = report.aborted or report.tool_error
         report.hosts.setdefault(h, HostRecord(h, status="skipped" if stopped else "ok"))
     report.ended = time.time()
     return report
+
+
+def record_applied(
+    report: ProvisionReport, plan_doc: dict[str, Any], inventory: Path, progress: Progress | None = None
+) -> None:
+    """The state each converged host is in now, of everything its site.yml runs manage, kept with the run
+    as the host's applied state (`clusterforge.drift.applied` compares the live node with it). Only after
+    a whole site.yml (no --tags, no --extra-vars, not --check) that the host passed: anything else leaves
+    its state unknown, and its next drift runs the deep check."""
+    todo = {
+        name: h.managed
+        for name, h in report.hosts.items()
+        if h.status in ("ok", "changed") and h.managed and not h.pending_reboot
+    }
+    if not todo:
+        return
+    if progress is not None:
+        progress.phase(f"applied state: reading what site.yml manages on {len(todo)} nodes")
+    reads = read_states(plan_doc, inventory, {n: m.to_dict() for n, m in todo.items()})
+    for name, read in reads.items():
+        rec = report.hosts[name]
+        if read.state is None:
+            rec.applied_error = read.error
+            continue
+        rec.applied = applied_state(plan_doc, name, todo[name], read.state)
 
 
 def provision_recorded(
@@ -334,6 +369,8 @@ def _reboot_pending(
         env=env,
         keep_artifacts=logs / "after-reboot" if logs else None,
     )
+    for h in back:
+        report.hosts[h].managed.add(res.managed.get(h, Managed()))
     still = pending_reboots(inventory, back)
     for h in back:
         hr = res.hosts.get(h)

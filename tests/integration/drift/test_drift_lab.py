@@ -1,8 +1,10 @@
-"""`clusterforge drift` on the provisioned lab (issue: drift checks for CI).
+"""`clusterforge drift` on the provisioned lab (issues: drift checks for CI; #20 drift at read cost).
 
-A provisioned lab has no drift (exit 0); each kind of hand change on a node yields a drift item naming the
-node, the setting, expected and actual (exit 3); drift on one node never hides drift on another; a spec typo
-exits 2, never 3; `--fix` clears the drift and the next drift run exits 0.
+A provisioned lab has no drift (exit 0), read fast: every node against its applied state, no check run;
+each kind of hand change on a node yields a drift item naming the node, the setting, expected and actual
+(exit 3) — from the fast read, and named again by `--deep` (site.yml --check --diff on every node); drift
+on one node never hides drift on another; a spec typo exits 2, never 3; `--fix` clears the drift and the
+next drift run exits 0, fast again (the fix recorded the new applied state).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def test_drift_finds_every_change_names_it_and_fix_clears_it(provisioned_lab: An
     p.restore()
     rc, clean = drift_json(p, tmp_path)
     assert rc == 0 and clean["items"] == [], clean["items"]
+    assert clean["deep"] == {}, f"nodes not read against their applied state: {clean['deep']}"
 
     roce = next(n for n in p.doc["nodes"] if n["fabric_type"] == "roce")
     ib = next(n for n in p.doc["nodes"] if n["fabric_type"] == "infiniband")
@@ -87,26 +90,59 @@ def test_drift_finds_every_change_names_it_and_fix_clears_it(provisioned_lab: An
             ),
         ],
     }
+    # found by the fast read alone (file mode, unit enablement): not in the deep run's assertions below
+    fast_only = {
+        roce["name"]: [
+            ("chmod 0600 /etc/nccl.conf", ["/etc/nccl.conf mode", "0600"]),
+            ("systemctl disable --quiet lldpd", ["lldpd.service enabled", "disabled"]),
+        ],
+    }
+    # and these items come from the applied-state comparison itself (source "applied state")
+    applied_items = {
+        roce["name"]: ["file /etc/sysctl.d/90-clusterforge.conf"],
+        ib["name"]: ["file /etc/default/grub.d/99-clusterforge.cfg", f"package {dcgm}-core hold"],
+    }
     try:
-        for node, cmds in changes.items():
+        for node, cmds in [*changes.items(), *fast_only.items()]:
             for cmd, _ in cmds:
                 sh(p, node, cmd)
         rc, rep = drift_json(p, tmp_path)
         assert rc == 3
-        by_node: dict[str, list[dict[str, Any]]] = {}
-        for it in rep["items"]:
-            by_node.setdefault(it["node"], []).append(it)
-        assert set(by_node) == set(changes), f"drift on {sorted(by_node)}, changed {sorted(changes)}"
+        by_node = _by_node(rep, set(changes))
+        for node, cmds in [*changes.items(), *fast_only.items()]:
+            _named(by_node, node, cmds)
+        for node, settings in applied_items.items():
+            got = {it["setting"] for it in by_node[node] if it["source"] == "applied state"}
+            assert set(settings) <= got, f"{node}: applied-state items {sorted(got)}, expected {settings}"
+        assert set(rep["deep"]) == set(changes), rep["deep"]  # only the changed nodes were explained
+
+        rc, deep = drift_json(p, tmp_path, "--deep")
+        assert rc == 3 and set(deep["deep"]) == {n["name"] for n in p.doc["nodes"]}
+        by_node = _by_node(deep, set(changes))
         for node, cmds in changes.items():
-            for cmd, words in cmds:
-                hits = [it for it in by_node[node] if all(w.lower() in json.dumps(it).lower() for w in words)]
-                assert hits, f"{node}: no drift item for `{cmd}` among {by_node[node]}"
-            for it in by_node[node]:
-                assert it["setting"] and it["expected"] and it["actual"] and it["source"], it
+            _named(by_node, node, cmds)
 
         res = cli("drift", str(p.spec), "--fix")
         assert res.returncode in (0, 3), res.stderr[-3000:]
         rc, after = drift_json(p, tmp_path)
         assert rc == 0, f"drift left after --fix: {after['items']}"
+        assert after["deep"] == {}, after["deep"]
     finally:
         p.restore()
+
+
+def _by_node(rep: dict[str, Any], changed: set[str]) -> dict[str, list[dict[str, Any]]]:
+    by_node: dict[str, list[dict[str, Any]]] = {}
+    for it in rep["items"]:
+        by_node.setdefault(it["node"], []).append(it)
+    assert set(by_node) == changed, f"drift on {sorted(by_node)}, changed {sorted(changed)}"
+    for items in by_node.values():
+        for it in items:
+            assert it["setting"] and it["expected"] and it["actual"] and it["source"], it
+    return by_node
+
+
+def _named(by_node: dict[str, list[dict[str, Any]]], node: str, cmds: list[tuple[str, list[str]]]) -> None:
+    for cmd, words in cmds:
+        hits = [it for it in by_node[node] if all(w.lower() in json.dumps(it).lower() for w in words)]
+        assert hits, f"{node}: no drift item for `{cmd}` among {by_node[node]}"

@@ -67,6 +67,7 @@ def test_drift_recorded_writes_the_run(tmp_path: Path, monkeypatch: pytest.Monke
         "extra_vars": None,
         "env": None,
         "console": None,
+        "deep": False,
     }
     with Store() as store:
         (run,) = store.runs(kind="drift")

@@ -38,7 +38,7 @@ def test_validators_run_while_the_check_run_runs(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(drift_run, "run_checks", fake_checks)
     monkeypatch.setattr(drift_run, "ansible_drift", fake_ansible)
     rep = _report()
-    drift_run._check_and_validate(rep, PLAN, Path("inv"), ["n1", "n2"], 2, validators=True)
+    drift_run._check_and_validate(rep, PLAN, Path("inv"), ["n1", "n2"], ["n1", "n2"], {}, 2, validators=True)
     assert seen_during_check == [True]
     assert [(i.node, i.setting, i.expected, i.actual) for i in rep.items] == [
         ("n1", "os.governor", "performance", "powersave")
@@ -57,7 +57,7 @@ def test_a_check_that_could_not_run_on_a_reachable_node_is_a_tool_error(
     )
     monkeypatch.setattr(drift_run, "ansible_drift", lambda report, *a: None)
     rep = _report()
-    drift_run._check_and_validate(rep, PLAN, Path("inv"), ["n1"], 2, validators=True)
+    drift_run._check_and_validate(rep, PLAN, Path("inv"), ["n1"], ["n1"], {}, 2, validators=True)
     assert rep.items == [] and rep.errors == ["n1: gpu.count could not run: nvidia-smi timed out"]
 
 
@@ -75,7 +75,7 @@ def test_interrupted_check_run_cancels_the_validators(monkeypatch: pytest.Monkey
     monkeypatch.setattr(drift_run, "run_checks", fake_checks)
     monkeypatch.setattr(drift_run, "ansible_drift", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        drift_run._check_and_validate(_report(), PLAN, Path("inv"), ["n1"], 2, validators=True)
+        drift_run._check_and_validate(_report(), PLAN, Path("inv"), ["n1"], ["n1"], {}, 2, validators=True)
     assert cancelled == [True]
 
 
@@ -86,5 +86,90 @@ def test_no_validators_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(drift_run, "run_checks", boom)
     monkeypatch.setattr(drift_run, "ansible_drift", lambda report, *a: None)
     rep = _report()
-    drift_run._check_and_validate(rep, PLAN, Path("inv"), ["n1"], 2, validators=False)
+    drift_run._check_and_validate(rep, PLAN, Path("inv"), ["n1"], ["n1"], {}, 2, validators=False)
     assert rep.items == [] and rep.errors == []
+
+
+# --- the fast path: applied state read, the check run only where needed -------------------------------
+
+STATE: dict[str, Any] = {
+    "files": {"/etc/x.conf": {"sha256": "a" * 64, "mode": "0644", "owner": "root", "group": "root"}},
+    "packages": {},
+    "services": {},
+    "modules": {},
+}
+
+
+def _fast_setup(
+    monkeypatch: pytest.MonkeyPatch, live: dict[str, Any], applied: dict[str, Any]
+) -> tuple[list[list[str]], dict[str, Any]]:
+    """drift() over n1..n3 with stand-ins; the host lists each check run was given, and the plan."""
+    from clusterforge import __version__
+    from clusterforge.plan.digest import sha256_of
+    from clusterforge.remote.node_state import StateRead
+
+    ran: list[list[str]] = []
+    rec = {"plan_hash": "h", "desired_sha256": sha256_of({}), "desired": {}, "version": __version__}
+    plan = {**PLAN, "nodes": [{"name": n, "desired": {}} for n in ("n1", "n2", "n3")]}
+    monkeypatch.setattr(drift_run, "resolve_hosts", lambda inv, limit: ["n1", "n2", "n3"])
+    monkeypatch.setattr(drift_run, "plan_order", lambda hosts, doc: hosts)
+    monkeypatch.setattr(
+        drift_run,
+        "_latest_applied",
+        lambda c, hosts: {h: ({**rec, **applied[h]} if h in applied else None) for h in hosts},
+    )
+    monkeypatch.setattr(drift_run, "run_checks", lambda *a, **kw: {})
+    monkeypatch.setattr(drift_run, "certificate_drift", lambda *a: None)
+
+    def fake_ansible(report: DriftReport, inventory: Path, hosts: list[str], *a: Any) -> None:
+        ran.append(list(hosts))
+
+    def fake_reads(plan_doc: Any, inventory: Any, names: dict[str, Any]) -> dict[str, StateRead]:
+        return {h: live[h] if isinstance(live[h], StateRead) else StateRead(h, live[h]) for h in names}
+
+    monkeypatch.setattr(drift_run, "ansible_drift", fake_ansible)
+    monkeypatch.setattr(drift_run, "read_states", fake_reads)
+    return ran, plan
+
+
+def test_unchanged_nodes_need_no_check_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran, plan = _fast_setup(
+        monkeypatch, {"n1": STATE, "n2": STATE}, {"n1": {"state": STATE}, "n2": {"state": STATE}}
+    )
+    rep = drift_run.drift(plan, Path("inv"))
+    assert ran == [["n3"]]  # n3: no applied state on record
+    assert rep.items == [] and set(rep.deep) == {"n3"} and "no applied state" in rep.deep["n3"]
+
+
+def test_a_changed_node_is_named_and_explained_by_the_check_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    changed = {**STATE, "files": {"/etc/x.conf": {**STATE["files"]["/etc/x.conf"], "sha256": "b" * 64}}}
+    ran, plan = _fast_setup(
+        monkeypatch,
+        {"n1": changed, "n2": STATE, "n3": STATE},
+        {h: {"state": STATE} for h in ("n1", "n2", "n3")},
+    )
+    rep = drift_run.drift(plan, Path("inv"))
+    assert ran == [["n1"]]
+    assert [(i.node, i.setting) for i in rep.items] == [("n1", "file /etc/x.conf")]
+    assert set(rep.deep) == {"n1"}
+
+
+def test_deep_checks_every_node_and_reads_no_applied_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran, plan = _fast_setup(monkeypatch, {}, {h: {"state": STATE} for h in ("n1", "n2", "n3")})
+    rep = drift_run.drift(plan, Path("inv"), deep=True)
+    assert ran == [["n1", "n2", "n3"]] and rep.deep == dict.fromkeys(["n1", "n2", "n3"], "--deep")
+
+
+def test_an_unreadable_node_is_unreachable_or_an_error_never_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clusterforge.remote.node_state import StateRead
+
+    live = {
+        "n1": StateRead("n1", None, "unreachable: no route"),
+        "n2": StateRead("n2", None, "state read exit 1: x"),
+        "n3": STATE,
+    }
+    _, plan = _fast_setup(monkeypatch, live, {h: {"state": STATE} for h in ("n1", "n2", "n3")})
+    rep = drift_run.drift(plan, Path("inv"))
+    assert rep.unreachable == ["n1"] and [(i.node, i.setting) for i in rep.items] == [("n1", "reachability")]
+    assert rep.errors == ["n2: applied-state read failed: state read exit 1: x"]
+    assert rep.outcome().status == "failed"

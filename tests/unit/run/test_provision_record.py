@@ -75,3 +75,38 @@ def test_a_check_mode_provision_is_recorded_as_tier_check(
     provision_mod.provision_recorded(PLAN, tmp_path, Options(), None)
     with Store() as store:
         assert [r.tier for r in store.runs(kind="provision")] == [None, "check"]
+
+
+def test_applied_state_is_read_only_on_converged_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clusterforge.remote.node_state import StateRead
+    from clusterforge.run.managed import Managed
+
+    asked: dict[str, Any] = {}
+    state = {"files": {"/etc/x": None}, "packages": {}, "services": {}, "modules": {}, "errors": []}
+
+    def fake_reads(plan_doc: Any, inventory: Any, names: dict[str, Any]) -> dict[str, StateRead]:
+        asked.update(names)
+        return {
+            n: StateRead(n, state) if n == "n1" else StateRead(n, None, "unreachable: gone") for n in names
+        }
+
+    monkeypatch.setattr(provision_mod, "read_states", fake_reads)
+    files = Managed(files={"/etc/x"})
+    rep = ProvisionReport("r1", "lab", "p" * 64, False, 0.0)
+    rep.hosts = {
+        "n1": HostRecord("n1", "changed", 2, managed=files),
+        "n2": HostRecord("n2", "ok", managed=files),
+        "n3": HostRecord("n3", "failed", managed=files),  # did not converge
+        "n4": HostRecord("n4", "ok", managed=files, pending_reboot=["kernel cmdline"]),  # --no-reboot
+        "n5": HostRecord("n5", "ok"),  # nothing managed was reported
+    }
+    plan = {"cluster": "lab", "plan_hash": "p" * 64, "nodes": [{"name": "n1", "desired": {"thp": "never"}}]}
+    provision_mod.record_applied(rep, plan, Path("inv"))
+    assert set(asked) == {"n1", "n2"} and asked["n1"]["files"] == ["/etc/x"]
+    applied = rep.hosts["n1"].applied
+    assert applied is not None and applied["state"]["files"] == {"/etc/x": None}
+    assert applied["plan_hash"] == "p" * 64 and applied["desired"] == {"thp": "never"}
+    assert rep.hosts["n2"].applied is None and rep.hosts["n2"].applied_error == "unreachable: gone"
+    nodes = {n.node: n for n in rep.outcome().nodes}
+    assert "applied" in nodes["n1"].detail and nodes["n2"].detail["applied_error"] == "unreachable: gone"
+    assert "applied" not in nodes["n3"].detail

@@ -1,0 +1,120 @@
+"""Runs ON THE NODE, as the program of `python3 -` (standard library only; Python 3.9+, RHEL 9's platform
+Python): reads the state of what a provision manages and prints it as one JSON document.
+
+Query (JSON, appended by `clusterforge.remote.node_state` as a Python string literal, never as shell
+text): ``{"files": [paths], "packages": [names], "services": [units], "modules": [names]}``.
+
+Output: ``{"files": {path: {"sha256", "mode", "owner", "group"} | null}, "packages": {name: {"version",
+"hold"} | null}, "services": {unit: {"active", "enabled"}}, "modules": {name: loaded}, "errors": [..]}``;
+null = absent. A tool that is missing or fails is an entry in `errors`, never an absent package.
+"""
+
+from __future__ import annotations
+
+import grp
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+TIMEOUT_S = 60
+
+
+def _owner(uid: int, lookup: Callable[[int], Any]) -> str:
+    try:
+        return str(lookup(uid)[0])
+    except KeyError:
+        return str(uid)
+
+
+def read_file(path: str) -> dict[str, str] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 16), b""):
+            h.update(block)
+    return {
+        "sha256": h.hexdigest(),
+        "mode": f"{stat.S_IMODE(st.st_mode):04o}",
+        "owner": _owner(st.st_uid, pwd.getpwuid),
+        "group": _owner(st.st_gid, grp.getgrgid),
+    }
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    p = subprocess.run(argv, capture_output=True, timeout=TIMEOUT_S, check=False)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def read_packages(names: list[str], errors: list[str]) -> dict[str, Any]:
+    """name -> {version, hold} or None (not installed). dpkg: hold from the selection state; rpm: the
+    version only (a dnf versionlock is not read here)."""
+    out: dict[str, Any] = dict.fromkeys(names)
+    if not names:
+        return out
+    if shutil.which("dpkg-query"):
+        # ${db:Status-Abbrev}: "hi " = hold/installed, "ii " = install/installed, "rc " = removed
+        fmt = "${Package}\t${Version}\t${db:Status-Abbrev}\n"
+        rc, text, err = _run(["dpkg-query", "-W", "-f", fmt, "--", *names])
+        if rc not in (0, 1):
+            errors.append(f"dpkg-query exit {rc}: {err.strip()[:200]}")
+            return out
+        for line in text.splitlines():
+            parts = line.split("\t")
+            if len(parts) == 3 and parts[0] in out and parts[2][1:2] == "i":
+                out[parts[0]] = {"version": parts[1], "hold": parts[2][:1] == "h"}
+        return out
+    if shutil.which("rpm"):
+        for name in names:
+            rc, text, _ = _run(["rpm", "-q", "--qf", "%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n", "--", name])
+            if rc == 0 and text.strip():
+                out[name] = {"version": text.strip().splitlines()[-1], "hold": None}
+        return out
+    errors.append("neither dpkg-query nor rpm found: packages not read")
+    return out
+
+
+def read_services(units: list[str], errors: list[str]) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    if not units:
+        return out
+    if not shutil.which("systemctl"):
+        errors.append("systemctl not found: services not read")
+        return out
+    rc, text, err = _run(["systemctl", "show", "--property=Id,ActiveState,UnitFileState", "--", *units])
+    blocks = [b for b in text.split("\n\n") if b.strip()]
+    if rc != 0 or len(blocks) != len(units):
+        errors.append(f"systemctl show exit {rc} ({len(blocks)} of {len(units)} units): {err.strip()[:200]}")
+        return out
+    for i, unit in enumerate(units):  # blocks come in the order asked (no zip(strict=) on 3.9)
+        block = blocks[i]
+        props = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        out[unit] = {"active": props.get("ActiveState", ""), "enabled": props.get("UnitFileState", "")}
+    return out
+
+
+def main(query: dict[str, Any]) -> None:
+    errors: list[str] = []
+    files: dict[str, Any] = {}
+    for path in query.get("files", []):
+        try:
+            files[path] = read_file(path)
+        except OSError as e:
+            errors.append(f"{path}: {e.strerror or e}")
+    doc = {
+        "files": files,
+        "packages": read_packages(list(query.get("packages", [])), errors),
+        "services": read_services(list(query.get("services", [])), errors),
+        "modules": {m: os.path.isdir("/sys/module/" + m.replace("-", "_")) for m in query.get("modules", [])},
+        "errors": errors,
+    }
+    sys.stdout.write(json.dumps(doc, sort_keys=True) + "\n")
