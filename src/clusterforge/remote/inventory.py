@@ -13,8 +13,15 @@ certification and burn-in's SSH connections (`connection_vars`).
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
+
+#: Ansible's Python API is not thread-safe (its plugin loader fills module-level caches on first use: two
+#: threads loading the inventory at once failed with "Unable to load the cache plugin
+#: 'ansible.builtin.memory' … No module named 'ansible_collections'", seen in a drift whose validators and
+#: applied-state reads each open their SSH setup). Every in-process use of it holds this lock.
+ANSIBLE_API = threading.Lock()
 
 SITE_ENV = "CLUSTERFORGE_SITE"
 
@@ -66,18 +73,19 @@ def connection_vars(sources: list[str], nodes: list[str]) -> dict[str, dict[str,
     from ansible.template import Templar
     from ansible.vars.manager import VariableManager
 
-    loader = DataLoader()
-    inv = InventoryManager(loader=loader, sources=sources)
-    vm = VariableManager(loader=loader, inventory=inv)
     out: dict[str, dict[str, Any]] = {}
-    for name in nodes:
-        host = inv.get_host(name)
-        if host is None:
-            out[name] = {}
-            continue
-        hv = vm.get_vars(host=host, include_hostvars=False)
-        templar = Templar(loader=loader, variables=hv)
-        out[name] = {k: templar.template(hv[k]) for k in CONNECTION_VARS if k in hv}
+    with ANSIBLE_API:
+        loader = DataLoader()
+        inv = InventoryManager(loader=loader, sources=sources)
+        vm = VariableManager(loader=loader, inventory=inv)
+        for name in nodes:
+            host = inv.get_host(name)
+            if host is None:
+                out[name] = {}
+                continue
+            hv = vm.get_vars(host=host, include_hostvars=False)
+            templar = Templar(loader=loader, variables=hv)
+            out[name] = {k: templar.template(hv[k]) for k in CONNECTION_VARS if k in hv}
     return out
 
 
@@ -86,10 +94,11 @@ def resolve_hosts(inventory: Path, limit: str | None) -> list[str]:
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
 
-    inv = InventoryManager(loader=DataLoader(), sources=[str(inventory / "hosts.yml")])
-    if limit:
-        inv.subset(limit)
-    return [h.name for h in inv.get_hosts("all")]
+    with ANSIBLE_API:
+        inv = InventoryManager(loader=DataLoader(), sources=[str(inventory / "hosts.yml")])
+        if limit:
+            inv.subset(limit)
+        return [h.name for h in inv.get_hosts("all")]
 
 
 def plan_order(hosts: list[str], plan_doc: dict[str, Any]) -> list[str]:
