@@ -121,6 +121,10 @@ def test_missing_or_non_numeric_counter_is_an_error(ib_node: NodeExpect, clock: 
         lc.test_rates(ib_node, probe, 1)
     assert "symbol_error unreadable (not an integer)" in str(exc.value)
     assert f"port_rcv_errors missing from {lc.SYSFS}/{r.hca}/ports/1" in str(exc.value)
+    probe = FakeNode({IB_CMD: readings(ib_node, "counters", base, odd)})  # unreadable in one reading
+    with pytest.raises(CheckError) as exc:
+        lc.test_rates(ib_node, probe, 1)
+    assert str(exc.value).count("symbol_error") == 1 and "symbol_error unreadable" in str(exc.value)
 
 
 def test_no_counter_files_is_an_error(ib_node: NodeExpect, clock: list[float]) -> None:
