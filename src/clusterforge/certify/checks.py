@@ -239,7 +239,7 @@ class Probe:
                 f"`{tool}` hung earlier on {self.node} (`{self._hung[tool]}`): not run again", command=command
             )
         key = f"{t}\0{command}"
-        if key in self._prefetched:  # first use of a prefetched result: log it with its output
+        if cache and key in self._prefetched:  # first use of a prefetched result: log it with its output
             rc, out, err = self._prefetched.pop(key)
             self.log.append(CommandRecord(command, rc, 0.0, _short(out), _short(err), batched=True))
             self._cache[key] = (rc, out, err)
@@ -311,15 +311,15 @@ class Probe:
         """One file's content, stripped (`cat`); a missing file is an error."""
         return self.run(read_cmd(path)).strip()
 
-    def read_many(self, base: str, pattern: str) -> dict[str, str]:
+    def read_many(self, base: str, pattern: str, *, cache: bool = True) -> dict[str, str]:
         """Every file the fixed glob ``pattern`` matches under the directory ``base`` → its first line, in
         one round trip (``grep -H``).
 
         No match is an empty dict (the caller judges the absence); a file that cannot be read is an error;
-        empty files are left out.
+        empty files are left out. ``cache=False``: read now (neither a prefetched nor an earlier result).
         """
         try:
-            out = self.run(read_many_cmd(base, pattern))
+            out = self.run(read_many_cmd(base, pattern), cache=cache)
         except CheckError as e:
             # grep names the glob itself (unexpanded) only when nothing matched: a measured absence (no
             # cpufreq driver, no such HCA); a matching file it cannot read is named by its own path

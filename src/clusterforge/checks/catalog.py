@@ -151,6 +151,15 @@ VALIDATORS: tuple[Check, ...] = (
         ticket="cable",
         fix="check the cable, transceiver and switch port",
     ),
+    _v(
+        "link_counters.rates",
+        "rail link-health counters (IB port counters, RoCE hw_counters) not rising faster than the "
+        "policy's limits over a window (counter_policy.yaml)",
+        tiers=("full",),
+        remedies=("service",),
+        ticket="cable",
+        fix="reseat or replace the rail's cable or optic, and check the switch port at its far end",
+    ),
     _v("rdma.netdev", "rail netdev as declared"),
     _v(
         "cabling.rail_neighbour",

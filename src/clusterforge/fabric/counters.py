@@ -32,6 +32,7 @@ Reading = Mapping[str, Mapping[str, int]]  # port -> counter -> value
 class Limit:
     max_per_s: float | None
     source: str
+    read: str = ""  # where a node shows it: "counters" / "hw_counters" (the port's sysfs dirs), "ethtool"
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,30 @@ def limits(
     merged: dict[str, Any] = dict(doc.get(fabric_type) or {})
     merged.update((doc.get("skus") or {}).get(sku, {}).get(fabric_type, {}) if sku else {})
     out = {
-        name.format(prio=lossless_prio): Limit(v.get("max_per_s"), str(v.get("source", "")))
+        name.format(prio=lossless_prio): Limit(
+            v.get("max_per_s"), str(v.get("source", "")), str(v.get("read", ""))
+        )
         for name, v in merged.items()
+        if isinstance(v, dict)
     }
     for name, value in (overrides or {}).items():
-        out[name.format(prio=lossless_prio)] = Limit(value, "override")
+        key = name.format(prio=lossless_prio)
+        out[key] = Limit(value, "override", out[key].read if key in out else "")
     return out
+
+
+DEFAULT_WINDOW_S = 5.0
+
+
+def window_s(sku: str = "", policy: Mapping[str, Any] | None = None) -> float:
+    """Seconds between the two readings: the SKU's `window_s` in the policy, else the policy's, else 5."""
+    doc = policy if policy is not None else default_policy()
+    sku_entry = (doc.get("skus") or {}).get(sku) or {}
+    value = sku_entry.get("window_s", doc.get("window_s", DEFAULT_WINDOW_S))
+    seconds = float(value)
+    if seconds <= 0:
+        raise ValueError(f"counter policy window_s must be positive; got {value!r}")
+    return seconds
 
 
 def from_perfquery(counters: Mapping[str, int]) -> dict[str, int]:

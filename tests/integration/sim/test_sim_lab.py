@@ -185,6 +185,9 @@ def test_cmdline_after_reboot_and_faults_persist(pair: tuple[Node, Node]) -> Non
 def test_fault_visible_and_cleared(pair: tuple[Node, Node], kind: str) -> None:
     a, _ = pair
     rail = a.rails[1]
+    ctr = f"/sys/class/infiniband/{rail.hca}/ports/1/" + (
+        "counters/symbol_error" if rail.link_layer == "InfiniBand" else "hw_counters/out_of_sequence"
+    )
     checks = {
         "gpu-missing": ("nvidia-smi -q", lambda o: ns.parse_q(o).attached_gpus < len(a.rails)),
         "row-remap-pending": (
@@ -206,6 +209,10 @@ def test_fault_visible_and_cleared(pair: tuple[Node, Node], kind: str) -> None:
             lambda o: not any(mlnx_qos.parse(o).pfc_enabled or ()),
         ),
         "mtu-reverted": (f"cat /sys/class/net/{rail.netdev}/mtu", lambda o: o.strip() == "1500"),
+        "link-errors": (  # two reads 2 s apart differ while the fault is active
+            f'a=$(cat {ctr}); sleep 2; b=$(cat {ctr}); [ "$b" -gt "$a" ] && echo rising || echo flat',
+            lambda o: o.strip() == "rising",
+        ),
         "slow-gpu": (
             "nvbandwidth -t host_to_device_memcpy_ce",
             lambda o: (

@@ -19,6 +19,7 @@ from clusterforge.certify.checks import (
     expect_equal,
     expect_none_bad,
     measure,
+    read_many_cmd,
     wrap,
 )
 from clusterforge.hw import ParseError
@@ -115,6 +116,18 @@ def test_read_many(probe: Probe, tmp_path: Any) -> None:
     (tmp_path / "g9").symlink_to(tmp_path / "gone")  # matches but cannot be read: the command fails
     with pytest.raises(CheckError, match="g9: No such file"):
         probe.read_many(str(tmp_path), "g*")
+
+
+def test_read_many_uncached_reads_now(probe: Probe, tmp_path: Any) -> None:
+    """`cache=False`: a fresh read, neither the prefetched batch's result nor an earlier one (the two
+    readings of a rate a window apart)."""
+    (tmp_path / "c").write_text("1\n")
+    probe.prefetch([read_many_cmd(str(tmp_path), "c")])
+    (tmp_path / "c").write_text("2\n")
+    assert probe.read_many(str(tmp_path), "c", cache=False) == {f"{tmp_path}/c": "2"}
+    (tmp_path / "c").write_text("3\n")
+    assert probe.read_many(str(tmp_path), "c", cache=False) == {f"{tmp_path}/c": "3"}
+    assert probe.read_many(str(tmp_path), "c") == {f"{tmp_path}/c": "1"}  # cached: the prefetched one
 
 
 def test_fail_message_names_expected_found_fix() -> None:

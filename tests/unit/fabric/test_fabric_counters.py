@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterforge.fabric.counters import default_policy, from_perfquery, judge, limits
+from clusterforge.fabric.counters import default_policy, from_perfquery, judge, limits, window_s
 from clusterforge.hw import ibmad, nic_counters
 from tests.conftest import REAL
 
@@ -25,7 +25,28 @@ def test_policy_has_every_counter_the_issue_names() -> None:
     assert {"rx_prio3_pause", "tx_prio3_pause", "rx_discards_phy", "rx_prio3_discards"} <= set(roce)
     assert all(v.source for v in roce.values())
     assert "rx_prio5_pause" in limits("roce", lossless_prio=5)
-    assert set(default_policy()) == {"infiniband", "roce", "skus"}
+    assert set(default_policy()) == {"window_s", "infiniband", "roce", "skus"}
+    # where a node shows each counter: the port's sysfs dirs, or ethtool -S
+    assert {v.read for v in ib.values()} == {"counters"}
+    assert {k for k, v in roce.items() if v.read == "hw_counters"} == {
+        "out_of_sequence",
+        "packet_seq_err",
+        "out_of_buffer",
+        "np_cnp_sent",
+        "rp_cnp_handled",
+    }
+    assert {v.read for v in roce.values()} == {"hw_counters", "ethtool"}
+
+
+def test_window_default_per_sku_and_positive() -> None:
+    assert window_s() == 5.0
+    policy = {"window_s": 3, "skus": {"big": {"window_s": 10}}}
+    assert (window_s("big", policy), window_s("other", policy), window_s(policy={})) == (10.0, 3.0, 5.0)
+    with pytest.raises(ValueError, match="window_s must be positive"):
+        window_s(policy={"window_s": 0})
+    over = limits("roce", overrides={"out_of_sequence": 2, "new_counter": 1})
+    assert over["out_of_sequence"].read == "hw_counters" and over["out_of_sequence"].source == "override"
+    assert over["new_counter"].read == ""
 
 
 def test_ib_counter_rising_on_a_rail_fails() -> None:

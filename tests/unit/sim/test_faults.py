@@ -300,3 +300,42 @@ def test_cable_swap(simroot: Path, lab_plan: Plan) -> None:
     assert far("mlx5_1") == before["mlx5_6"]  # persists across reboots
     ib.clear("cable-swap")
     assert {h: far(h) for h in before} == before
+
+
+def test_link_errors(ibnode: SimNode, node: SimNode, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The faulted rail's counter grows with the clock (rewritten by kerneld every tick), the other rails'
+    stay; clearing stops the growth and puts the counter back; a bad rate is refused."""
+    from clusterforge.lab.sim import daemons, linkerr
+
+    clock = [1000.0]
+    monkeypatch.setattr(linkerr, "_now", lambda: clock[0])
+    sym = "/sys/class/infiniband/mlx5_{}/ports/1/counters/symbol_error"
+    ibnode.write(sym.format(3), "7\n")  # errors before the fault: the base it grows from
+    ibnode.fault("link-errors", rail=3, rate=4)
+    assert ibnode.read(sym.format(3)).strip() == "7"
+    clock[0] += 5
+    with ibnode.env():
+        assert daemons.kerneld(["--once"]) == 0
+    assert ibnode.read(sym.format(3)).strip() == "27"  # 7 + 4/s x 5 s
+    assert ibnode.read(sym.format(2)).strip() == "0"
+    clock[0] += 2.5
+    ibnode.reboot()  # the fault persists; the boot's rendering shows the counter as of now
+    assert ibnode.read(sym.format(3)).strip() == "37"
+    ibnode.clear("link-errors")
+    assert ibnode.read(sym.format(3)).strip() == "7"
+    clock[0] += 60
+    with ibnode.env():
+        daemons.kerneld(["--once"])
+    assert ibnode.read(sym.format(3)).strip() == "7"  # no growth once cleared
+
+    oos = "/sys/class/infiniband/mlx5_{}/ports/1/hw_counters/out_of_sequence"
+    node.fault("link-errors", rail=1)  # RoCE: out_of_sequence, default 5/s
+    clock[0] += 2
+    with node.env():
+        daemons.kerneld(["--once"])
+    assert node.read(oos.format(1)).strip() == "10"
+    assert node.read("/sys/class/infiniband/mlx5_1/ports/1/counters/symbol_error").strip() == "0"
+    node.clear("link-errors")
+    assert node.read(oos.format(1)).strip() == "0"
+    assert node.run("fault", "set", "link-errors", "rate=0")[0] == 2
+    assert node.run("fault", "set", "link-errors", "rate=fast")[0] == 2

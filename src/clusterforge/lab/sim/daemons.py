@@ -5,7 +5,8 @@
   moves every GPU's fabric state to Completed/Success.
 * ``nv-hostengine`` (nvidia-dcgm.service): listens on 127.0.0.1:5555 like DCGM's host engine.
 * ``clusterforge-sim kerneld`` (clusterforge-sim-kernel.service): configfs mkdir semantics for rdma_cm,
-  GID tables following the rails' addresses, fault side effects, /proc/meminfo hugepage lines.
+  GID tables following the rails' addresses, fault side effects (a ``link-errors`` counter rising every
+  tick), /proc/meminfo hugepage lines.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from . import boot, faults, gpu, paths, sysfs
+from . import boot, faults, gpu, linkerr, paths, sysfs
 from . import state as S
 
 FAULT_EXIT = 1
@@ -220,6 +221,9 @@ def kerneld(argv: list[str]) -> int:
             st = S.load()
             sysfs.populate_rdma_cm(st)
             sysfs.normalize_thp()
+            if linkerr.KIND in st.get("faults", {}):  # its counter rises between the 2 s refreshes too
+                with S.held() as cur:
+                    linkerr.refresh(cur)
             if tick % 10 == 0:
                 with S.held() as cur:  # a fault set or cleared meanwhile is not undone from a stale copy
                     sysfs.refresh_ports(cur)

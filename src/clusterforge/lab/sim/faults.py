@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from . import klog, paths
+from . import klog, linkerr, paths
 from . import state as S
 
 # kind -> (what it does, target parameter, default parameters)
@@ -45,6 +45,12 @@ KINDS: dict[str, tuple[str, str | None, dict[str, Any]]] = {
         "leaf port (smpquery -D 0,1)",
         "rail",
         {},
+    ),
+    "link-errors": (
+        "a rail's link error counter rises while the fault is active (InfiniBand symbol_error, RoCE "
+        "out_of_sequence; rate=N per second); clearing it is the repair: the counter back to its value",
+        "rail",
+        {"rate": 5},
     ),
     "slow-gpu": ("lower copy/bus bandwidth of a GPU (PCIe downtrained, HW slowdown)", "gpu", {"factor": 0.6}),
     "slow-nic": ("lower RDMA bandwidth on a rail", "rail", {"factor": 0.7}),
@@ -216,11 +222,17 @@ def set_fault(kind: str, items: list[str]) -> dict[str, Any]:
     with _after_unlock(), S.locked() as st:
         if kind == "mtu-reverted":
             params["saved"] = {n["netdev"]: _netdev_mtu(n["netdev"]) or n.get("mtu") for n in st["nics"]}
+        previous = st["faults"].get(kind)
         st["faults"][kind] = params
         count = len(st["gpus"] if KINDS[kind][1] == "gpu" else st["nics"])
         tkey = KINDS[kind][1]
         if tkey and not S.targets(st, kind, tkey, count) <= set(range(count)):
             raise FaultError(f"{kind}: {tkey} {params[tkey]} does not exist on this node")
+        if kind == linkerr.KIND:
+            try:
+                linkerr.on_set(st, params, previous)
+            except ValueError as e:
+                raise FaultError(str(e)) from None
         if kind == "cable-swap" and len(S.targets(st, kind, "rail", count)) != 2:
             raise FaultError(
                 f"cable-swap: rail must name two different rails (rail=I,J), not {params['rail']}"
@@ -260,6 +272,8 @@ def clear_fault(kind: str) -> dict[str, Any]:
                 for netdev, mtu in (params.get("saved") or {}).items():
                     if mtu:
                         _sh(["ip", "link", "set", "dev", netdev, "mtu", str(mtu)])
+            if k == linkerr.KIND:
+                linkerr.on_clear(st, params)
             if k == "rail-down":
                 for n in st["nics"]:
                     if n["rail"] in rails:

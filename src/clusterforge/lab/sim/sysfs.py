@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from . import linkerr, paths
 from . import state as S
 
 LANE = {"MT4129": (100, "NDR"), "MT4131": (200, "XDR"), "MT4123": (50, "HDR"), "MT4125": (50, "HDR")}
@@ -150,6 +150,7 @@ def refresh_ports(st: dict[str, Any]) -> None:
         down = 0 if up else 1
         if not (port / "counters/link_downed").exists() or down:
             put(port / "counters/link_downed", down)
+    linkerr.refresh(st)  # a `link-errors` fault's rising counter
 
 
 def render_rdma(st: dict[str, Any]) -> None:

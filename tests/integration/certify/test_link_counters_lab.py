@@ -1,0 +1,82 @@
+"""Link-health counters as rates on the provisioned lab: the simulator's `link-errors` fault makes one rail's
+counter rise (InfiniBand symbol_error, RoCE out_of_sequence); `link_counters.rates` fails that rail alone,
+naming the counter and the rail, and every other node and rail passes; once the fault is cleared (the
+repair) it passes again.
+
+Cheap on purpose: only validators/test_link_counters.py runs (the full tier's other checks are minutes of
+benchmarks), through the runner's own pieces (its ssh_config, pytest argv, results stream), so no record,
+certificate or admission is touched."""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.lab
+
+# node -> (rail, counter the fault makes rise on that node's fabric)
+FAULTED = {"ib-01": (2, "symbol_error"), "roce-01": (5, "out_of_sequence")}
+
+
+def run_rates(certify_lab: Any, nodes: list[str], out: Path) -> dict[str, dict[str, Any]]:
+    """node -> check_id -> result of validators/test_link_counters.py alone on each node, in parallel."""
+    from clusterforge import assets
+    from clusterforge.certify.results import read_results
+    from clusterforge.certify.runner import PYTEST_ENV, NodeRun, pytest_argv, run_node
+    from clusterforge.remote.ssh import reachable, ssh_setup
+
+    ssh = ssh_setup(certify_lab.doc, certify_lab.inventory, nodes)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def one(node: str) -> dict[str, Any]:
+        ok, why = reachable(ssh, node)
+        assert ok, f"{node}: {why}"
+        run = NodeRun(node, out / f"{node}.jsonl", 180)
+        argv = pytest_argv(certify_lab.inventory / "plan.json", ssh, node, "full", run.results)
+        argv[argv.index(str(assets.validators()))] = str(assets.validators() / "test_link_counters.py")
+        run_node(argv, run, env=dict(PYTEST_ENV))
+        res = read_results(run.results, node)
+        log = run.results.with_suffix(".log")
+        assert res.complete and res.checks, (node, res.note, log.read_text()[-2000:] if log.exists() else "")
+        return {c.check_id: c for c in res.checks}
+
+    try:
+        with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
+            return dict(zip(nodes, pool.map(one, nodes), strict=True))
+    finally:
+        ssh.close()
+
+
+def test_rising_counter_fails_its_rail_and_passes_once_cleared(certify_lab: Any, tmp_path: Path) -> None:
+    from clusterforge.lab.sim.faults import apply
+
+    nodes = certify_lab.nodes
+    for node, (rail, _) in FAULTED.items():
+        apply(certify_lab.lab, node, "link-errors", rail=rail, rate=5)
+    try:
+        got = run_rates(certify_lab, nodes, tmp_path / "faulted")
+    finally:
+        for node in FAULTED:
+            apply(certify_lab.lab, node, "link-errors", clear=True)
+    for node in nodes:
+        bad = {cid: c.status for cid, c in got[node].items() if c.status != "pass"}
+        if node not in FAULTED:
+            assert not bad, f"{node} has no fault but: {bad}"
+            continue
+        rail, counter = FAULTED[node]
+        cid = f"link_counters.rates[rail{rail}]"
+        assert bad == {cid: "fail"}, (node, bad)
+        msg = got[node][cid].message
+        assert f"rail {rail} " in msg and re.search(
+            rf"{counter} \+\d+ in [\d.]+ s = [\d.]+/s > limit 0/s", msg
+        )
+        assert "Fix: reseat or replace the rail's cable or optic" in msg, msg
+    # cleared: the counter is back and flat, every rail of the faulted nodes passes
+    again = run_rates(certify_lab, list(FAULTED), tmp_path / "cleared")
+    for node in FAULTED:
+        bad = {cid: c.status for cid, c in again[node].items() if c.status != "pass"}
+        assert not bad, (node, bad)
