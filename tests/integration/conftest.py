@@ -177,6 +177,9 @@ class ProvisionedLab:
     spec: Path
     report: Any
     log: Path
+    #: the records database the provision wrote its run (and each node's applied state) to: a later
+    #: session fixture may point $CLUSTERFORGE_DB elsewhere (certify_env), and a drift must read this one
+    records_db: Path | None = None
 
     @property
     def nodes(self) -> list[str]:
@@ -196,6 +199,7 @@ def provisioned_lab(
     from rich.console import Console
 
     from clusterforge import targets
+    from clusterforge.records._util import default_db_path
     from clusterforge.run.provision import Options, provision_recorded
 
     doc = json.loads(lab_plan_path.read_text())
@@ -222,4 +226,4 @@ def provisioned_lab(
             fh.write(json.dumps(row | {"seconds": round(report.ended - report.started, 1)}) + "\n")
     for n in doc["nodes"]:
         lab.snapshot(n["name"], "provisioned")  # type: ignore[attr-defined]
-    return ProvisionedLab(lab, doc, inv, LAB_SPEC, report, log)
+    return ProvisionedLab(lab, doc, inv, LAB_SPEC, report, log, default_db_path())
