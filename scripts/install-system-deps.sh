@@ -22,6 +22,7 @@ PACKAGES=(
   openssl            # the lab BMCs' CA and TLS certificates (Redfish over https)
   chromium           # headless check that burn-in HTML reports load without console errors
   prometheus         # promtool: `promtool test rules` of monitoring/alerts (tests/unit/monitoring)
+  redis-server       # the lab's JuiceFS metadata and data (the shared filesystem every lab node mounts)
 )
 
 missing=()
@@ -45,8 +46,8 @@ echo "system deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
-# The lab runs its own munged/slurmctld/apt-cacher-ng (and Prometheus); distro services (where an init would start them) stay off.
+# The lab runs its own munged/slurmctld/apt-cacher-ng (and Prometheus, Redis); distro services (where an init would start them) stay off.
 if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
-  systemctl disable --now munge.service slurmctld.service slurmd.service apt-cacher-ng.service prometheus.service >/dev/null 2>&1 || true
+  systemctl disable --now munge.service slurmctld.service slurmd.service apt-cacher-ng.service prometheus.service redis-server.service >/dev/null 2>&1 || true
 fi
 echo "system deps: done"

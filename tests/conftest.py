@@ -9,6 +9,7 @@ tests/integration/conftest.py.
 from __future__ import annotations
 
 import copy
+import re
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,16 @@ REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
 CLUSTERS = REPO / "inventory" / "clusters"
 LAB_SPEC = CLUSTERS / "lab.yaml"
+
+
+def without_storage(text: str) -> str:
+    """A spec's text less its top-level `storage:` section and the comment right above it: the base for tests
+    that add a storage section of their own."""
+    out = re.sub(r"(?m)^(?:#.*\n)*storage:\n(?:(?:[ #].*)?\n)*", "", text)
+    assert "\nstorage:" not in out
+    return out
+
+
 REAL = TESTS / "fixtures" / "real"  # real captured tool outputs (SOURCES.md)
 PLAYBOOKS = REPO / "playbooks"
 VALIDATORS = REPO / "validators"

@@ -143,7 +143,7 @@ def status(
         f"cluster {st['cluster']}  bridge={'up' if infra['bridge'] else 'down'}  "
         f"slurmctld={infra['slurmctld'] or '-'}  munged={infra['munged'] or '-'}  "
         f"apt={infra['apt_repo'] or '-'}  apt-proxy={infra['apt_proxy'] or '-'}  "
-        f"prometheus={infra['prometheus'] or '-'}  "
+        f"prometheus={infra['prometheus'] or '-'}  redis={infra['redis'] or '-'}  "
         f"bmcs={sum(1 for pid in infra['bmcs'].values() if pid)}/{len(infra['bmcs'])}"
     )
     for name, n in st["nodes"].items():

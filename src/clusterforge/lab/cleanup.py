@@ -7,7 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from clusterforge.lab import cgroups, config, hostsys, names, net, procs
+from clusterforge.lab import cgroups, config, hostsys, names, net, procs, storage
 from clusterforge.lab.slurm import MUNGE_SOCKET_DIR
 
 
@@ -60,6 +60,7 @@ def leftovers() -> dict[str, list[str]]:
         "munge": [str(MUNGE_SOCKET_DIR)] if MUNGE_SOCKET_DIR.exists() else [],
         "sysctl": [str(hostsys._saved_file())] if hostsys._saved_file().exists() else [],
         "cgroups": cgroups.lab_cgroups(),
+        "loops": storage.lab_loops(config.STATE_BASE),
     }
 
 
@@ -77,6 +78,8 @@ def purge() -> dict[str, list[str]]:
         cgroups.remove(cluster, node)
     for mp in sorted(_lab_mounts(), key=len, reverse=True):
         subprocess.run(["umount", "-l", mp], check=False, capture_output=True)
+    for loop in storage.lab_loops(config.STATE_BASE):
+        subprocess.run(["losetup", "-d", loop], check=False, capture_output=True)
     for ns in net.lab_netns():
         subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
     for link in [*net.stray_links(), *(n for n in net.links() if names.is_lab_bridge(n))]:

@@ -29,6 +29,7 @@ from clusterforge.lab import (
     procs,
     prometheus,
     sshkeys,
+    storage,
 )
 from clusterforge.lab.labplan import LabNode, LabPlan
 from clusterforge.lab.repo import AptProxy, AptRepo
@@ -36,6 +37,7 @@ from clusterforge.lab.slurm import SlurmController, controller_name
 from clusterforge.remote.ssh import ssh_argv
 
 log = logging.getLogger(__name__)
+DISKS = ".disks"  # a snapshot's scratch disks, beside its upper layer: snapshots/<node>/<tag>.disks
 
 
 class LabError(ClusterforgeError):
@@ -130,6 +132,10 @@ class Lab:
         self.slurm.start(self.plan, os.cpu_count() or 1)
         self.repo.build()
         self.repo.start()
+        try:  # the shared filesystem and the client binary the spec declares (JuiceFS on the host's Redis)
+            storage.start(self.plan.raw, self.root, self.repo.root)
+        except storage.StorageLabError as e:
+            raise LabError(str(e)) from e
         self.proxy.start(image.debian_mirror(), image.security_mirror())
         self._bmcs_up()
         # the leaf switches' LLDP (RoCE rails): what each node's lldpd hears, from the lab's real wiring
@@ -158,6 +164,7 @@ class Lab:
         bmc.stop_bmcs(self.root)
         lldp_emulator.stop(self.root)
         prometheus.stop(self.root)
+        storage.stop(self.root)
         self.slurm.stop()
         self.repo.stop()
         self.proxy.stop()
@@ -225,7 +232,11 @@ class Lab:
         p.upper.mkdir(parents=True, exist_ok=True)
         node.inject_identity(self.plan, n, p.upper, self.lower(), self.ssh_dir, controller_name(), fresh)
         (p.dir / "node-plan.json").write_text(json.dumps(n.raw))
-        node.write_supervisor_config(n, p, self.lower())
+        try:  # its disks: a blank sparse file per declared scratch device, on a loop device
+            disks = storage.attach_scratch(p.dir, storage.scratch_names(n.raw))
+        except storage.StorageLabError as e:
+            raise LabError(f"{name}: {e}") from e
+        node.write_supervisor_config(n, p, self.lower(), storage.nspawn_binds(p.dir, disks))
         net.create_node_net(n)
         node.start_supervisor(n, p)
         if wait:
@@ -245,10 +256,12 @@ class Lab:
         """Back to the pristine image (same identity and host key): stop, drop the upper layer, start."""
         self.node_down(name)
         shutil.rmtree(self.paths(name).upper, ignore_errors=True)
+        storage.wipe_scratch(self.paths(name).dir)  # blank disks, as a reinstalled server's
         self.node_up(name, wait=wait)
 
     def snapshot(self, name: str, tag: str = "default") -> Path:
-        """Copy the node's upper layer (the node is stopped for the copy and started again if it ran)."""
+        """Copy the node's upper layer and its scratch disks (the node is stopped for the copy and started
+        again if it ran)."""
         p = self.paths(name)
         if not p.upper.exists():
             raise LabError(f"{name} has no state to snapshot: bring it up first")
@@ -257,6 +270,10 @@ class Lab:
             self.node_down(name)
         dest = self.root / "snapshots" / name / tag
         _copy_tree(p.upper, dest)
+        disks = dest.with_name(tag + DISKS)
+        shutil.rmtree(disks, ignore_errors=True)
+        if (p.dir / "scratch").is_dir():
+            _copy_tree(p.dir / "scratch", disks)  # sparse files stay sparse (cp -a)
         if running:
             self.node_up(name, wait=True)
         return dest
@@ -267,11 +284,14 @@ class Lab:
             raise LabError(f"no snapshot {tag!r} of {name} (have: {self.snapshots(name)})")
         self.node_down(name)
         _copy_tree(src, self.paths(name).upper)
+        storage.wipe_scratch(self.paths(name).dir)
+        if src.with_name(tag + DISKS).is_dir():
+            _copy_tree(src.with_name(tag + DISKS), self.paths(name).dir / "scratch")
         self.node_up(name, wait=wait)
 
     def snapshots(self, name: str) -> list[str]:
         d = self.root / "snapshots" / name
-        return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+        return sorted(p.name for p in d.iterdir() if not p.name.endswith(DISKS)) if d.is_dir() else []
 
     # -- inside a node -------------------------------------------------------------------------------
     def exec(
@@ -373,6 +393,7 @@ class Lab:
                 "lldp_emulator": lldp_emulator.running(self.root),
                 "prometheus": prometheus.running(self.root),
                 "prometheus_url": prometheus.url(),
+                "redis": storage.redis_running(self.root),
                 "apt_repo_url": self.repo.url,
                 "apt_proxy": self.proxy.pid(),
                 "apt_proxy_url": self.proxy.url,
@@ -397,10 +418,12 @@ class Lab:
             "links": sorted(links & mine),
             "bridges": sorted(b for b in links if names.is_lab_bridge(b)) if not net.lab_netns() else [],
             "mounts": [m for m in cleanup._lab_mounts() if str(self.root) in m or m.endswith(tuple(netns))],
+            "loops": storage.lab_loops(self.root),
             "daemons": [f"{k}={v}" for k, v in self.slurm.running().items() if v]
             + ([f"apt={self.repo.pid()}"] if self.repo.pid() else [])
             + ([f"apt-proxy={self.proxy.pid()}"] if self.proxy.pid() else [])
             + ([f"prometheus={pid}"] if (pid := prometheus.running(self.root)) else [])
+            + ([f"redis={pid}"] if (pid := storage.redis_running(self.root)) else [])
             + [f"bmc:{name}={pid}" for name, pid in self._bmc_pids().items() if pid],
         }
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clusterforge.lab import cgroups, config, names, net, procs, sshkeys
+from clusterforge.lab import cgroups, config, names, net, procs, sshkeys, storage
 from clusterforge.lab.labplan import LabNode, LabPlan
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,8 @@ def inject_identity(
         _put(etc / "hosts", hosts_file(plan, controller))
 
 
-def nspawn_argv(node: LabNode, merged: Path) -> list[str]:
+def nspawn_argv(node: LabNode, merged: Path, binds: list[str] | None = None) -> list[str]:
+    """`binds`: the hardware handed to the node (`storage.nspawn_binds`: /dev/fuse, its scratch disks)."""
     return [
         "systemd-nspawn",
         "--quiet",
@@ -124,10 +125,13 @@ def nspawn_argv(node: LabNode, merged: Path) -> list[str]:
         "--timezone=off",
         "--link-journal=no",
         "--console=read-only",
+        *(binds or []),
     ]
 
 
-def write_supervisor_config(node: LabNode, paths: NodePaths, lower: Path) -> None:
+def write_supervisor_config(
+    node: LabNode, paths: NodePaths, lower: Path, binds: list[str] | None = None
+) -> None:
     cfg: dict[str, Any] = {
         "node": node.name,
         "cluster": paths.cluster,
@@ -139,7 +143,7 @@ def write_supervisor_config(node: LabNode, paths: NodePaths, lower: Path) -> Non
         "upper": str(paths.upper),
         "work": str(paths.work),
         "merged": str(paths.merged),
-        "nspawn": nspawn_argv(node, paths.merged),
+        "nspawn": nspawn_argv(node, paths.merged, binds),
         "env": dict(config.NSPAWN_ENV),
     }
     _put(paths.dir / "supervisor.json", json.dumps(cfg, indent=1))
@@ -218,6 +222,9 @@ def finish_stop(node: LabNode, paths: NodePaths, sup: int | None, timeout: float
         time.sleep(0.05)
     for pid in stray_processes(paths.dir):
         procs.signal_all([pid], signal.SIGKILL)
+    attached = storage.detach_scratch(paths.dir)
+    if attached:
+        log.warning("%s: scratch loop devices still attached: %s", node.name, attached)
     stuck = cgroups.remove(paths.cluster, node.name)
     if stuck:
         log.warning("%s: cgroups not removable: %s", node.name, stuck)

@@ -10,11 +10,12 @@ certificate or admission is touched."""
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.integration.certify.single import run_validator
 
 pytestmark = pytest.mark.lab
 
@@ -24,31 +25,7 @@ FAULTED = {"ib-01": (2, "symbol_error"), "roce-01": (5, "out_of_sequence")}
 
 def run_rates(certify_lab: Any, nodes: list[str], out: Path) -> dict[str, dict[str, Any]]:
     """node -> check_id -> result of validators/test_link_counters.py alone on each node, in parallel."""
-    from clusterforge import assets
-    from clusterforge.certify.results import read_results
-    from clusterforge.certify.runner import PYTEST_ENV, NodeRun, pytest_argv, run_node
-    from clusterforge.remote.ssh import reachable, ssh_setup
-
-    ssh = ssh_setup(certify_lab.doc, certify_lab.inventory, nodes)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def one(node: str) -> dict[str, Any]:
-        ok, why = reachable(ssh, node)
-        assert ok, f"{node}: {why}"
-        run = NodeRun(node, out / f"{node}.jsonl", 180)
-        argv = pytest_argv(certify_lab.inventory / "plan.json", ssh, node, "full", run.results)
-        argv[argv.index(str(assets.validators()))] = str(assets.validators() / "test_link_counters.py")
-        run_node(argv, run, env=dict(PYTEST_ENV))
-        res = read_results(run.results, node)
-        log = run.results.with_suffix(".log")
-        assert res.complete and res.checks, (node, res.note, log.read_text()[-2000:] if log.exists() else "")
-        return {c.check_id: c for c in res.checks}
-
-    try:
-        with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
-            return dict(zip(nodes, pool.map(one, nodes), strict=True))
-    finally:
-        ssh.close()
+    return run_validator(certify_lab, nodes, out, "test_link_counters.py")
 
 
 def test_rising_counter_fails_its_rail_and_passes_once_cleared(certify_lab: Any, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import yaml
 
 from clusterforge.plan.build import build_plan
 from clusterforge.spec import load_spec, load_spec_text
-from tests.conftest import CLUSTERS
+from tests.conftest import CLUSTERS, without_storage
 
 from ._support import PLAYBOOKS
 from .test_templates import ROCKY, render
@@ -27,7 +27,7 @@ def _state(text: str | None = None) -> dict[str, Any]:
 
 
 STATE = _state()
-LAB = (CLUSTERS / "lab.yaml").read_text(encoding="utf-8")
+LAB = without_storage((CLUSTERS / "lab.yaml").read_text(encoding="utf-8"))
 JFS_STATE = _state(
     LAB
     + """storage:
@@ -92,8 +92,11 @@ def test_nfs_mount_unit() -> None:
         "# clusterforge storage: home (nfs)\n"
         "[Unit]\n"
         "Description=clusterforge storage home (nfs)\n"
+        "DefaultDependencies=no\n"
         "Wants=network-online.target\n"
-        "After=network-online.target\n"
+        "After=network-online.target remote-fs-pre.target\n"
+        "Before=remote-fs.target umount.target\n"
+        "Conflicts=umount.target\n"
         "\n"
         "[Mount]\n"
         "What=10.20.3.240:/export/home\n"
@@ -131,7 +134,7 @@ def test_scratch_unit_is_local_and_gpfs_waits_for_its_daemon() -> None:
         templates={"u": "templates/storage.mount.j2"},
         variables={"storage_state": STATE, "_storage_unit": unit(after=["gpfs.service"])},
     )["u"]
-    assert "After=network-online.target\nAfter=gpfs.service\n" in gpfs
+    assert "Conflicts=umount.target\nAfter=gpfs.service\n" in gpfs
 
 
 def test_percent_in_a_source_is_escaped_for_systemd() -> None:
@@ -389,3 +392,23 @@ def test_a_device_holding_another_filesystem_stops_the_role(run_ansible: Any, tm
         n == "storage : Make the scratch filesystem on the empty device" and not r.get("skipped")
         for n, r in results
     )
+
+
+def _stat_tasks(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for t in tasks:
+        out += _stat_tasks(t.get("block", []))
+        if "ansible.builtin.stat" in t:
+            out.append(t)
+    return out
+
+
+def test_device_probes_follow_stable_names() -> None:
+    """Scratch devices are declared by stable name (/dev/disk/by-id/..., /dev/md/<name>): udev's and mdadm's
+    links to the kernel's device. A stat that does not follow them sees a link, never a block device (what
+    the lab's by-id scratch disk showed)."""
+    tasks = yaml.safe_load((ROLE / "tasks" / "scratch.yml").read_text())
+    stats = _stat_tasks(tasks)
+    assert len(stats) == 3
+    for t in stats:
+        assert t["ansible.builtin.stat"].get("follow") is True, t["name"]

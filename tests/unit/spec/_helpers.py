@@ -8,7 +8,7 @@ import pytest
 
 from clusterforge.errors import InputError, Problem
 from clusterforge.spec import load_spec_text
-from tests.conftest import CLUSTERS
+from tests.conftest import CLUSTERS, without_storage
 
 LAB_SPEC = (CLUSTERS / "lab.yaml").read_text(encoding="utf-8")
 FILE = "clusters/test.yaml"
@@ -21,7 +21,8 @@ def without_node_entries(text: str) -> str:
     return re.sub(r"(?m)^    nodes:\n(?:      .*\n)+", "", text)
 
 
-LAB = without_node_entries(LAB_SPEC)  # the lab spec less its BMC entries: the base the error tests edit
+# the lab spec less its BMC entries and its storage section: the base the error tests edit
+LAB = without_storage(without_node_entries(LAB_SPEC))
 
 
 def edit(text: str, old: str, new: str) -> str:

@@ -173,20 +173,13 @@ def test_metadata_url_refuses_shell_characters() -> None:
     assert any(p.path == "storage.shared[2].metadata" for p in problems(text))
 
 
-def test_the_labs_planned_storage_block_is_a_valid_section() -> None:
-    """lab.yaml carries the storage the lab will serve as a comment (not active yet): uncommented, with a
-    digest in place of the placeholder, it loads and compiles as documented."""
+def test_the_labs_storage_section_is_what_the_lab_serves() -> None:
+    """lab.yaml's storage: one JuiceFS mount over the management network (lab nodes have no storage NICs)
+    and one scratch disk by stable name, no RAID (no md in the lab's kernel) - what clusterforge.lab.storage
+    serves (tests/unit/lab/test_lab_storage.py)."""
     from tests.conftest import CLUSTERS
 
-    text = (CLUSTERS / "lab.yaml").read_text(encoding="utf-8")
-    block = text[text.index("# storage:") :]
-    section = "\n".join(line[2:] for line in block.splitlines()).replace(
-        "<sha256 of the served binary>", "d" * 64
-    )
-    s = load_spec_text(text + section + "\n", FILE).cluster.storage
-    assert s is not None and s.shared[0].type == "juicefs" and s.scratch is not None
-    assert (
-        s.scratch.devices == ["/dev/loop7"]
-        and s.scratch.raid == "none"
-        and s.shared[0].network == "management"
-    )
+    s = load_spec_text((CLUSTERS / "lab.yaml").read_text(encoding="utf-8"), FILE).cluster.storage
+    assert s is not None and [(f.type, f.network) for f in s.shared] == [("juicefs", "management")]
+    assert s.scratch is not None and s.scratch.raid == "none"
+    assert s.scratch.devices == ["/dev/disk/by-id/nvme-lab-scratch"]

@@ -15,7 +15,7 @@ from clusterforge.certify.checks import CheckError, CheckFailed, ToolMissing
 from clusterforge.plan.build import build_plan
 from clusterforge.plan.expect import NodeExpect, nodes_of
 from clusterforge.spec import load_spec_text
-from tests.conftest import CLUSTERS
+from tests.conftest import CLUSTERS, without_storage
 
 from .conftest import FakeNode, real, validator
 
@@ -48,7 +48,7 @@ STORAGE = """storage:
 
 
 def _node(storage: str = STORAGE) -> NodeExpect:
-    text = (CLUSTERS / "lab.yaml").read_text(encoding="utf-8") + storage
+    text = without_storage((CLUSTERS / "lab.yaml").read_text(encoding="utf-8")) + storage
     return nodes_of(build_plan(load_spec_text(text, "lab.yaml")).doc)["ib-01"]
 
 
@@ -428,16 +428,17 @@ def test_fio_job_error_is_an_error(node: NodeExpect) -> None:
         st.test_checkpoint(node, FakeNode({cmd: (0, json.dumps(doc))}))
 
 
-def test_prefetch_reads_only_what_the_node_declares(node: NodeExpect, ib_node: NodeExpect) -> None:
+def test_prefetch_reads_only_what_the_node_declares(node: NodeExpect) -> None:
     cmds = st.commands(node)
     assert st.FINDMNT in cmds and st.NVFS in cmds and st.lsblk_cmd(["/dev/nvme3n1p1"]) in cmds
     assert st.realpath_cmd(["/dev/nvme3n1p1"]) in cmds
     assert st.LNET not in cmds  # no Lustre mount
     assert st.nic_cmds("stor1")[2] in cmds  # home (NFS) goes over the storage NICs
-    assert st.commands(ib_node) == []  # the lab spec declares no storage
+    assert st.commands(_node("")) == []  # a spec without storage
 
 
-def test_no_storage_section_no_storage_check(node: NodeExpect, ib_node: NodeExpect) -> None:
+def test_no_storage_section_no_storage_check(node: NodeExpect) -> None:
+    bare = _node("")
     marks = {
         name: getattr(st, name).pytestmark
         for name in (
@@ -452,7 +453,7 @@ def test_no_storage_section_no_storage_check(node: NodeExpect, ib_node: NodeExpe
     for name, pm in marks.items():
         applies = next(m for m in pm if m.name == "applies").args[0]
         assert applies(node), name
-        assert not applies(ib_node), name
+        assert not applies(bare), name
 
 
 @pytest.mark.parametrize(
