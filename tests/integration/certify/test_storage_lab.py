@@ -116,7 +116,7 @@ def test_full_tier_runs_fio_and_the_checkpoint_write_and_reports_figures(
     for cid, c in perf.items():
         assert c.status == "pass", (cid, c.message)
         # every attempt is reported with its figure; each target reached its floor in one of them
-        passed = [a for a in c.evidence.get("attempts", []) if a["ok"]]
+        passed = [a for a in c.evidence.get("attempts", []) if a["passed"]]
         assert all(a["value"] > 0 for a in passed), (cid, c.evidence)
         if cid != "storage.fio[kind=randread]":  # IOPS floor: scratch only
             assert {a["detail"]["target"] for a in passed} == targets, (cid, c.evidence)

@@ -9,8 +9,8 @@ import pytest
 from clusterforge.plan import cabling
 from clusterforge.plan import desired_storage as S
 from clusterforge.plan.build import build_plan
-from clusterforge.spec import load_spec
-from tests.conftest import CLUSTERS
+from clusterforge.spec import load_spec, load_spec_text
+from tests.conftest import CLUSTERS, without_storage
 
 SKU = {
     "name": "h100-sxm-8x400g-ib",
@@ -201,6 +201,16 @@ def test_the_1su_example_plan_carries_storage() -> None:
     assert d["gds"]["enabled"] is True and d["lnet"]["modprobe"] == "o2ib0(stor0,stor1)"
 
 
-def test_lab_plan_without_storage_has_none() -> None:
-    plan = build_plan(load_spec(CLUSTERS / "lab.yaml"))
+def test_a_spec_without_storage_plans_none() -> None:
+    text = without_storage((CLUSTERS / "lab.yaml").read_text(encoding="utf-8"))
+    plan = build_plan(load_spec_text(text, "lab.yaml"))
     assert all(n["desired"]["storage"] is None for n in plan.nodes)
+
+
+def test_the_lab_plan_carries_what_the_lab_serves() -> None:
+    d = build_plan(load_spec(CLUSTERS / "lab.yaml")).nodes[0]["desired"]["storage"]
+    assert [(m["type"], m["fstypes_seen"], m["target"]) for m in d["mounts"]] == [
+        ("juicefs", ["fuse.juicefs"], "/shared")
+    ]
+    assert "cache-dir=/scratch/juicefs-cache" in d["mounts"][0]["options"]  # the client cache on scratch
+    assert (d["scratch"]["raid"], d["scratch"]["device"]) == ("none", "/dev/disk/by-id/nvme-lab-scratch")
