@@ -90,7 +90,8 @@ def parse_node(node: NodeExpect, sections: dict[str, Section], opts: SuiteOption
         ms.append(not_run("all_reduce.node", n, tool))
     else:
         ms.append(_allreduce(n, sections.get("allreduce"), limit["allreduce"]))
-    ms += storage.measurements(node, sections, limit, s.tool_versions)
+    if opts.storage:
+        ms += storage.measurements(node, sections, limit, s.tool_versions)
     if (tool := gone["ecc"]) is not None:
         ms += [not_run(t, n, tool, unit="count") for t in ("ecc.corrected", "ecc.uncorrected")]
     else:

@@ -49,6 +49,7 @@ class SuiteOptions:
     ib_timeout_s: int = 120
     nccl_timeout_s: int = 600
     ib_sysfs: str = "/sys/class/infiniband"
+    storage: bool = True  # fio on the node's storage targets when it declares storage (`burnin.storage`)
     counters: tuple[str, ...] = (
         "symbol_error",
         "link_error_recovery",
@@ -134,7 +135,7 @@ def steps(node: NodeExpect, opts: SuiteOptions) -> list[tuple[str, int, str]]:
     out += [(f"loopback.{r.index}", opts.ib_timeout_s, loopback_cmd(node, r, opts)) for r in node.rails]
     allreduce = argv("all_reduce_perf", *opts.allreduce.split(), "-g", gpus)
     out.append(("allreduce", opts.nccl_timeout_s, allreduce))
-    out += storage.steps(node)
+    out += storage.steps(node) if opts.storage else []
     ecc = argv("nvidia-smi", f"--query-gpu={','.join(ECC_FIELDS)}", "--format=csv,noheader,nounits")
     out.append(("ecc", 60, ecc))
     out.append(("counters", 30, counters_cmd(node, opts)))

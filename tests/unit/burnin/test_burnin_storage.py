@@ -260,3 +260,44 @@ def test_fio_absent_on_one_node_is_error_not_fail(plan: dict[str, Any]) -> None:
     checks = {c["id"]: c["status"] for c in issue.cert_checks(ev, gone)}
     assert checks["burnin.fio.seq_read"] == "error" and "fail" not in checks.values()
     assert all(ev.nodes[n].verdict == "pass" for n in nodes if n != gone)
+
+
+# ---- --no-storage ------------------------------------------------------------------------------------------
+def test_no_storage_option_leaves_storage_out(node: NodeExpect) -> None:
+    off = suite.SuiteOptions(storage=False)
+    assert not [k for k, _t, _c in suite.steps(node, off) if k.startswith("fio")]
+    assert not [m for m in measure.parse_node(node, {}, off).measurements if m.test.startswith("fio")]
+    on = measure.parse_node(node, {}, suite.SuiteOptions()).measurements
+    assert len([m for m in on if m.test.startswith("fio")]) == 4  # never reached: errors, not silence
+
+
+def test_resumed_run_keeps_its_stored_storage_choice() -> None:
+    from dataclasses import asdict
+
+    from clusterforge.burnin.runner import Options
+
+    stored = Options(iterations=2, suite=suite.SuiteOptions(storage=False)).as_dict()
+    assert Options.from_stored(stored, 2, None).suite.storage is False
+    assert Options.from_stored(Options(iterations=2).as_dict(), 2, None).suite.storage is True
+    old = {"suite": {k: v for k, v in asdict(suite.SuiteOptions()).items() if k != "storage"}}
+    assert Options.from_stored(old, 2, None).suite.storage is False  # stored before storage was measured
+
+
+@pytest.mark.parametrize(("flag", "want"), [([], True), (["--no-storage"], False), (["--storage"], True)])
+def test_cli_storage_flag(monkeypatch: pytest.MonkeyPatch, flag: list[str], want: bool) -> None:
+    from typer.testing import CliRunner
+
+    from clusterforge.cli import app
+    from clusterforge.flows import burnin as runner
+    from clusterforge.records.burnin import BurninError
+
+    seen: list[bool] = []
+
+    def run(*args: Any, **kw: Any) -> None:
+        seen.append(args[3].suite.storage)
+        raise BurninError("stopped by the test")
+
+    monkeypatch.setattr(runner, "run", run)
+    res = CliRunner().invoke(app, ["burnin", "inventory/clusters/lab.yaml", "--iterations", "1", *flag])
+    assert res.exit_code == 2 and "stopped by the test" in res.output, res.output
+    assert seen == [want]
