@@ -30,21 +30,16 @@ from clusterforge.certify.checks import (
 )
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import findmnt, fio, gdscheck, lsblk
+from clusterforge.plan.desired_storage import io_targets
 from clusterforge.plan.expect import NodeExpect
 from clusterforge.remote.commands import argv, shell
+from clusterforge.remote.fio_jobs import FIO_KINDS, checkpoint_args, fio_args, fio_cmd, fio_timeout
 
 FINDMNT = argv("findmnt", "--json", "--list", "--bytes", "-o", "TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL")
 GDSCHECK = "/usr/local/cuda/gds/tools/gdscheck -p"
 NVFS = shell("cat {} 2>/dev/null || echo absent", "/sys/module/nvidia_fs/initstate")
 LNET = shell("cat {} 2>/dev/null || echo absent", "/sys/module/lnet/parameters/networks")
 GIB = 1 << 30
-FIO_JOBS = 4
-#: what each fio measurement runs: (fio rw, block size, iodepth, the floor it is judged against)
-FIO_KINDS = {
-    "seq_read": ("read", "1M", 16, "seq_read_gbs"),
-    "seq_write": ("write", "1M", 16, "seq_write_gbs"),
-    "randread": ("randread", "4k", 32, "randread_iops"),
-}
 
 
 def _st(n: NodeExpect) -> dict[str, Any]:
@@ -66,22 +61,7 @@ def has_floor(*keys: str) -> pytest.MarkDecorator:
 
 def _targets(node: NodeExpect) -> list[dict[str, Any]]:
     """Scratch and every shared mount: name, mount point, floors, whether fio may use O_DIRECT."""
-    st = _st(node)
-    out = []
-    if st.get("scratch"):
-        sc = st["scratch"]
-        out.append({"name": "scratch", "target": sc["target"], "floors": sc["floors"], "direct": True})
-    for m in st.get("mounts", []):
-        # FUSE filesystems (JuiceFS) may refuse O_DIRECT: buffered I/O there, fio invalidates the cache first
-        out.append(
-            {
-                "name": m["name"],
-                "target": m["target"],
-                "floors": m["floors"],
-                "direct": m["type"] != "juicefs",
-            }
-        )
-    return out
+    return io_targets(_st(node))
 
 
 def write_cmd(target: str) -> str:
@@ -364,53 +344,6 @@ def test_gds(node: NodeExpect, probe: Probe) -> None:
 
 
 # -- full tier ---------------------------------------------------------------------------------------------
-def fio_args(kind: str, io: dict[str, Any], direct: bool) -> list[str | int]:
-    rw, bs, depth, _ = FIO_KINDS[kind]
-    size_mib = max(64, int(float(io["size_gib"]) * 1024 / FIO_JOBS))
-    return [
-        f"--name=cf-fio-{kind}",
-        f"--rw={rw}",
-        f"--bs={bs}",
-        f"--iodepth={depth}",
-        "--ioengine=libaio",
-        f"--direct={1 if direct else 0}",
-        f"--numjobs={FIO_JOBS}",
-        f"--size={size_mib}m",
-        f"--runtime={int(io['runtime_s'])}",
-        "--time_based",
-        "--group_reporting",
-        "--output-format=json",
-    ]
-
-
-def checkpoint_args(io: dict[str, Any]) -> list[str | int]:
-    """One checkpoint-sized file written as a framework saves one: buffered, then fsync (end_fsync: fio
-    counts the final fsync in the job's time, axboe/fio#831)."""
-    size_mib = max(64, int(float(io["checkpoint_gib"]) * 1024))
-    return [
-        "--name=cf-fio-checkpoint",
-        "--rw=write",
-        "--bs=16M",
-        "--ioengine=psync",
-        "--direct=0",
-        "--end_fsync=1",
-        "--numjobs=1",
-        f"--size={size_mib}m",
-        "--output-format=json",
-    ]
-
-
-def fio_cmd(target: str, args: list[str | int]) -> str:
-    """fio in ``target`` when it is a mount point (never in the directory beneath an unmounted one), its
-    files removed whatever the outcome; ``fio --version`` first, so a missing fio is named (an error)."""
-    return (
-        "fio --version >/dev/null && { "
-        + shell("mountpoint -q {} || { echo 'not a mount point' >&2; exit 3; }; ", target)
-        + argv("fio", f"--directory={target}", *args)
-        + shell("; rc=$?; rm -f {}/cf-fio-*; exit $rc; }", target)
-    )
-
-
 def _measure_targets(node: NodeExpect, probe: Probe, floor_key: str, what: str, unit: str, run: Any) -> None:
     """measure() for every target with ``floor_key``; every target is measured, then one verdict names
     each target that failed (a fail) or could not be measured (an error, when none failed)."""
@@ -443,10 +376,6 @@ def _measure_targets(node: NodeExpect, probe: Probe, floor_key: str, what: str, 
         raise CheckError(f"{what}: " + "; ".join(f"{k}: {v}" for k, v in errors.items()))
 
 
-def _fio_timeout(node: NodeExpect, io: dict[str, Any]) -> int:
-    return max(node.timeout, int(io["runtime_s"]) * 2 + 600)
-
-
 @pytest.mark.full
 @pytest.mark.parametrize("kind", sorted(FIO_KINDS))
 @has_floor("seq_read_gbs", "seq_write_gbs", "randread_iops")
@@ -459,7 +388,7 @@ def test_fio(node: NodeExpect, probe: Probe, kind: str) -> None:
         res = probe.parse(
             fio_cmd(t["target"], fio_args(kind, io, t["direct"])),
             fio.parse,
-            timeout=_fio_timeout(node, io),
+            timeout=fio_timeout(io, node.timeout),
             cache=False,
         )
         if res.errors:

@@ -174,15 +174,24 @@ def _with_fleet(
     )
 
 
-def bad_reason(s: UnitStats, cfg: AnalysisConfig, floor: float | None = None, unit: str = "") -> str | None:
-    """Why a unit is bad (first that applies), or None: failed, low vs fleet, below the floor, variable."""
+def figure(x: float) -> str:
+    """A measured value in a message: whole units from 10 up (``394``), three significant digits below
+    (``0.0153``, ``7.21``), so small figures such as a lab's storage bandwidths do not print as 0."""
+    return f"{x:.0f}" if abs(x) >= 10 else f"{x:.3g}"
+
+
+def bad_reason(
+    s: UnitStats, cfg: AnalysisConfig, floor: float | None = None, unit: str = "", floor_of: str = "SKU"
+) -> str | None:
+    """Why a unit is bad (first that applies), or None: failed, low vs fleet, below the floor (the SKU's, or
+    ``floor_of``'s), variable."""
     u = f" {unit}" if unit else ""
     if s.failed or s.failures > cfg.max_failures:
         return f"failed in {s.failures} of {s.failures + s.samples} iterations"
     if s.low and s.level is not None and s.fleet_median is not None:
-        return f"{s.level:.0f}{u} vs fleet {s.fleet_median:.0f}{u} (z {s.z:.1f})"
+        return f"{figure(s.level)}{u} vs fleet {figure(s.fleet_median)}{u} (z {s.z:.1f})"
     if floor is not None and s.level is not None and s.level < floor:
-        return f"{s.level:.0f}{u} below the SKU floor {floor:g}{u}"
+        return f"{figure(s.level)}{u} below the {floor_of} floor {floor:g}{u}"
     if s.variable and s.cv is not None:
         return f"run-to-run variation {100 * s.cv:.1f} % (limit {100 * cfg.cv_max:.0f} %)"
     return None

@@ -59,8 +59,8 @@ def cert_checks(ev: Evaluation, node: str) -> list[dict[str, Any]]:
                 "id": cid,
                 "status": "fail" if failing.get(cid) else "error" if erring.get(cid) else "pass",
                 "expected": (
-                    f"within its fleet (robust z >= -{cfg.z_max:g}, CV <= {100 * cfg.cv_max:g} %), above the "
-                    "SKU floor, every iteration measured"
+                    f"within its fleet (robust z >= -{cfg.z_max:g}, CV <= {100 * cfg.cv_max:g} %), above its "
+                    "floor (the SKU's; a storage target's for fio), every iteration measured"
                     if cid not in ("burnin.ecc", "burnin.link_errors")
                     else "no counter growth during the run"
                 ),

@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from clusterforge.burnin import storage
 from clusterforge.burnin.model import COUNTER_PREFIX, Measurement
 from clusterforge.burnin.suite import ECC_FIELDS, NVB_CASES, NodeSample, Section, SuiteOptions, steps
 from clusterforge.burnin.unmeasured import not_run, unmeasured, why_unmeasured
@@ -89,6 +90,8 @@ def parse_node(node: NodeExpect, sections: dict[str, Section], opts: SuiteOption
         ms.append(not_run("all_reduce.node", n, tool))
     else:
         ms.append(_allreduce(n, sections.get("allreduce"), limit["allreduce"]))
+    if opts.storage:
+        ms += storage.measurements(node, sections, limit, s.tool_versions)
     if (tool := gone["ecc"]) is not None:
         ms += [not_run(t, n, tool, unit="count") for t in ("ecc.corrected", "ecc.uncorrected")]
     else:

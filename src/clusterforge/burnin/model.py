@@ -10,7 +10,8 @@ from clusterforge.records.model import Measurement
 
 __all__ = ["COUNTER_PREFIX", "PERF_TESTS", "TESTS", "Finding", "Measurement", "NodeVerdict", "unit_of"]
 
-# test name -> (unit, SKU threshold key or None, what a unit is)
+# test name -> (unit, floor key or None, what a unit is): the SKU threshold's key, a storage target's floor's
+# for fio
 TESTS: dict[str, tuple[str, str | None, str]] = {
     "dcgm.diag": ("pass", None, "node"),
     "nvbandwidth.h2d": ("GB/s", "h2d_gbs", "GPU"),
@@ -20,6 +21,8 @@ TESTS: dict[str, tuple[str, str | None, str]] = {
     "all_reduce.node": ("GB/s", "allreduce_busbw_gbs", "node (all GPUs)"),
     "ib_write_bw.pair": ("Gb/s", "ib_write_bw_gbps", "node pair on a rail"),
     "all_reduce.group": ("GB/s", None, "group of nodes"),
+    "fio.seq_read": ("GB/s", "seq_read_gbs", "storage target (scratch or a shared mount)"),
+    "fio.seq_write": ("GB/s", "seq_write_gbs", "storage target (scratch or a shared mount)"),
     "ecc.corrected": ("count", None, "GPU"),
     "ecc.uncorrected": ("count", None, "GPU"),
 }

@@ -50,6 +50,7 @@ class Options:
     def from_stored(cls, d: Mapping[str, Any], iterations: int | None, duration_s: float | None) -> Options:
         st = dict(d.get("suite") or {})
         st["counters"] = tuple(st.get("counters") or suite.SuiteOptions().counters)
+        st.setdefault("storage", False)  # a run stored before burn-in measured storage keeps its shape
         return cls(
             iterations,
             duration_s,

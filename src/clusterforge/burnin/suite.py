@@ -2,7 +2,8 @@
 sections (`burnin.measure` parses them into measurements).
 
 Tests (the full tier's performance checks, validators/test_performance.py, repeated): `dcgmi diag -r LEVEL
--j`, `nvbandwidth` H2D/D2H/D2D, `ib_write_bw` GPUDirect loopback per rail, single-node `all_reduce_perf`;
+-j`, `nvbandwidth` H2D/D2H/D2D, `ib_write_bw` GPUDirect loopback per rail, single-node `all_reduce_perf`,
+fio sequential read and write on the node's storage targets when it declares storage (`burnin.storage`);
 and the counters burn-in watches: ECC (nvidia-smi --query-gpu) and the rails' port error counters (sysfs).
 Every command runs under `timeout -k 2 T` (`clusterforge.remote.commands.wrap`) so a hung tool costs its
 own time limit, not the iteration.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from clusterforge.burnin import storage
 from clusterforge.burnin.model import Measurement
 from clusterforge.plan.expect import NodeExpect, Rail
 from clusterforge.remote.commands import Word, argv, shell
@@ -47,6 +49,7 @@ class SuiteOptions:
     ib_timeout_s: int = 120
     nccl_timeout_s: int = 600
     ib_sysfs: str = "/sys/class/infiniband"
+    storage: bool = True  # fio on the node's storage targets when it declares storage (`burnin.storage`)
     counters: tuple[str, ...] = (
         "symbol_error",
         "link_error_recovery",
@@ -132,6 +135,7 @@ def steps(node: NodeExpect, opts: SuiteOptions) -> list[tuple[str, int, str]]:
     out += [(f"loopback.{r.index}", opts.ib_timeout_s, loopback_cmd(node, r, opts)) for r in node.rails]
     allreduce = argv("all_reduce_perf", *opts.allreduce.split(), "-g", gpus)
     out.append(("allreduce", opts.nccl_timeout_s, allreduce))
+    out += storage.steps(node) if opts.storage else []
     ecc = argv("nvidia-smi", f"--query-gpu={','.join(ECC_FIELDS)}", "--format=csv,noheader,nounits")
     out.append(("ecc", 60, ecc))
     out.append(("counters", 30, counters_cmd(node, opts)))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterforge.burnin import analysis as A
+from clusterforge.burnin import storage
 from clusterforge.burnin.model import COUNTER_PREFIX, PERF_TESTS, TESTS, Finding, Measurement, NodeVerdict
 from clusterforge.burnin.pairs import Pair
 
@@ -25,6 +26,8 @@ SHORT = {
     "ib_write_bw.pair": "ib_write_bw pair",
     "all_reduce.node": "all_reduce",
     "all_reduce.group": "all_reduce group",
+    "fio.seq_read": "fio seq read",
+    "fio.seq_write": "fio seq write",
 }
 
 
@@ -57,8 +60,12 @@ class Plan:
     def rail(self, node: str, index: int) -> Mapping[str, Any]:
         return next(r for r in self.nodes[node]["rails"] if int(r["index"]) == index)
 
-    def hardware_class(self, test: str, node: str, peer: str = "", kind: str = "") -> str:
+    def hardware_class(
+        self, test: str, node: str, peer: str = "", kind: str = "", component: str = ""
+    ) -> str:
         ref = peer.split(",")[0] if test == "all_reduce.group" else node
+        if test in storage.TESTS:
+            return storage.fleet_class(test, component, self.nodes[node]["sku"])
         sku = self.sku(ref)
         gpu = f"{sku['gpu']['model']} x{sku['gpu']['count']}"
         if test.startswith("ib_write_bw"):
@@ -69,7 +76,9 @@ class Plan:
             return f"{test} | {gpu} | {len(peer.split(','))} nodes"
         return f"{test} | {gpu}"
 
-    def floor(self, test: str, node: str) -> float | None:
+    def floor(self, test: str, node: str, component: str = "") -> float | None:
+        if test in storage.TESTS:
+            return storage.floor(self.nodes[node], test, component)
         key = TESTS.get(test, ("", None, ""))[1]
         t = self.sku(node).get("thresholds", {}).get(key) if key else None
         return float(t["value"]) if isinstance(t, dict) and "value" in t else None
@@ -83,6 +92,8 @@ def component_label(plan: Plan, node: str, component: str, serials: Mapping[str,
     if component.startswith("rail"):
         r = plan.rail(node, int(component[4:]))
         return f"rail {r['index']} NIC {r['hca']}"
+    if component.startswith(storage.PREFIX):
+        return storage.label(plan.nodes[node], component)
     return "node"
 
 
@@ -123,7 +134,7 @@ def evaluate(
         test, node, comp, peer = key
         if test in PERF_TESTS:
             kind = pair_kind.get((node, peer, int(comp[4:])), "") if test == "ib_write_bw.pair" else ""
-            classes[key] = plan.hardware_class(test, node, peer, kind)
+            classes[key] = plan.hardware_class(test, node, peer, kind, comp)
     stats: dict[UnitKey, A.UnitStats] = {}
     for cls in sorted(set(classes.values())):
         members = {
@@ -143,8 +154,8 @@ def evaluate(
     def perf_finding(key: UnitKey) -> Finding | None:
         test, node, comp, peer = key
         s = stats[key]
-        floor = plan.floor(test, node if test != "all_reduce.group" else peer.split(",")[0])
-        why = A.bad_reason(s, cfg, floor, TESTS[test][0])
+        floor = plan.floor(test, node if test != "all_reduce.group" else peer.split(",")[0], comp)
+        why = A.bad_reason(s, cfg, floor, TESTS[test][0], "storage" if test in storage.TESTS else "SKU")
         if why is None:
             return None
         kind = (

@@ -235,6 +235,8 @@ BURNIN: tuple[Check, ...] = (
     _b("burnin.ib_write_bw.pair", "node-pair bandwidth per rail within its fleet", ticket="cable"),
     _b("burnin.all_reduce.node", "single-node all_reduce within its fleet"),
     _b("burnin.all_reduce.group", "group all_reduce within its fleet"),
+    _b("burnin.fio.seq_read", "fio sequential read per storage target within its fleet, above its floor"),
+    _b("burnin.fio.seq_write", "fio sequential write per storage target within its fleet, above its floor"),
     _b("burnin.ecc", "no ECC counter growth during the run", severity="critical", remedies=("service",)),
     _b("burnin.link_errors", "no rail link error counter growth during the run", ticket="cable"),
 )

@@ -70,6 +70,14 @@ def burnin(
         int | None,
         typer.Option(min=1, max=4, help="dcgmi diag level (default: the plan's certification.dcgm_level)"),
     ] = None,
+    storage_io: Annotated[
+        bool,
+        typer.Option(
+            "--storage/--no-storage",
+            help="fio sequential read/write on each node's storage targets (scratch, shared mounts with an "
+            "fio floor) when the spec declares storage",
+        ),
+    ] = True,
     z_max: Annotated[float, typer.Option(help="robust z-score below the fleet that flags a unit")] = 3.5,
     mad_floor: Annotated[float, typer.Option(help="MAD floor, fraction of the fleet median")] = 0.01,
     cv_max: Annotated[
@@ -99,7 +107,7 @@ def burnin(
         opts = runner.Options(
             iterations,
             parse_duration(duration) if duration else None,
-            replace(SuiteOptions(), dcgm_level=level),
+            replace(SuiteOptions(), dcgm_level=level, storage=storage_io),
             AnalysisConfig(z_max=z_max, mad_floor=mad_floor, cv_max=cv_max),
             group_size,
             launcher,

@@ -188,3 +188,24 @@ def storage_desired(sku: dict[str, Any], inp: dict[str, Any] | None) -> dict[str
         "nics": nics,
         "io_test": dict(spec["io_test"]),
     }
+
+
+def io_targets(storage: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The I/O targets of a node's desired storage (`storage_desired`), scratch first, then each shared mount:
+    name, mount point, floors, and whether fio may use O_DIRECT (FUSE filesystems such as JuiceFS may refuse
+    it: buffered I/O there, fio invalidates the cache first)."""
+    st = storage or {}
+    out = []
+    if st.get("scratch"):
+        sc = st["scratch"]
+        out.append({"name": "scratch", "target": sc["target"], "floors": sc["floors"], "direct": True})
+    for m in st.get("mounts", []):
+        out.append(
+            {
+                "name": m["name"],
+                "target": m["target"],
+                "floors": m["floors"],
+                "direct": m["type"] != "juicefs",
+            }
+        )
+    return out

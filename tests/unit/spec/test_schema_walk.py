@@ -37,6 +37,7 @@ PLAN, DESIRED, INV, CHECKS = (
 LAYOUT, CABLING, SITE = SRC + "spec/layout.py", SRC + "plan/cabling.py", SRC + "plan/site_layout.py"
 NETS = SRC + "pulumi/networks.py"
 STOR, STOR_V = SRC + "plan/desired_storage.py", "validators/test_storage.py"
+FIO_JOBS = SRC + "remote/fio_jobs.py"  # the fio command lines of the full tier and burn-in
 
 CONSUMERS: dict[str, tuple[str, str]] = {
     "kind": ("src/clusterforge/spec/load.py", "kind"),
@@ -140,9 +141,9 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "storage.scratch.floors.checkpoint_write_gbs": (STOR_V, '"checkpoint_write_gbs"'),
     "storage.scratch.floors.min_free_gib": (STOR_V, '"min_free_gib"'),
     "storage.gds": (STOR, 'bool(spec.get("gds"))'),
-    "storage.io_test.size_gib": (STOR_V, 'io["size_gib"]'),
-    "storage.io_test.runtime_s": (STOR_V, 'io["runtime_s"]'),
-    "storage.io_test.checkpoint_gib": (STOR_V, 'io["checkpoint_gib"]'),
+    "storage.io_test.size_gib": (FIO_JOBS, 'io["size_gib"]'),
+    "storage.io_test.runtime_s": (FIO_JOBS, 'io["runtime_s"]'),
+    "storage.io_test.checkpoint_gib": (FIO_JOBS, 'io["checkpoint_gib"]'),
     "storage.floors_by_sku.*.*.seq_read_gbs": (STOR, 'spec.get("floors_by_sku", {}).get(sku["name"], {})'),
     "storage.floors_by_sku.*.*.seq_write_gbs": (STOR, 'spec.get("floors_by_sku", {}).get(sku["name"], {})'),
     "storage.floors_by_sku.*.*.randread_iops": (STOR, 'spec.get("floors_by_sku", {}).get(sku["name"], {})'),
