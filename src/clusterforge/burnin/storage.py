@@ -141,6 +141,14 @@ def floor(plan_node: Mapping[str, Any], test: str, component: str) -> float | No
     return float(v) if v is not None else None
 
 
+def judged_on_variation(component: str) -> bool:
+    """Run-to-run variation is the node's own only on its scratch: a shared filesystem's figure moves with the
+    whole fleet's load on the shared back end (every node's script runs at once), so a shared target is
+    judged against its floors and its peers, never as unstable (on the lab's JuiceFS 6-68 % between
+    iterations on healthy nodes)."""
+    return component == f"{PREFIX}scratch"
+
+
 def label(plan_node: Mapping[str, Any], component: str) -> str:
     """``scratch /raid``, ``lustre /lustre``: the target's name and mount point."""
     t = _target(plan_node, component)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusterforge.burnin import analysis as A
@@ -154,6 +154,8 @@ def evaluate(
     def perf_finding(key: UnitKey) -> Finding | None:
         test, node, comp, peer = key
         s = stats[key]
+        if test in storage.TESTS and not storage.judged_on_variation(comp):
+            s = replace(s, variable=False)
         floor = plan.floor(test, node if test != "all_reduce.group" else peer.split(",")[0], comp)
         why = A.bad_reason(s, cfg, floor, TESTS[test][0], "storage" if test in storage.TESTS else "SKU")
         if why is None:

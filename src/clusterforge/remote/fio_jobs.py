@@ -63,14 +63,17 @@ def checkpoint_args(io: Mapping[str, Any]) -> list[Word]:
 
 
 def fio_cmd(target: str, args: list[Word]) -> str:
-    """fio in ``target`` when it is a mount point (never in the directory beneath an unmounted one: exit
-    `RC_NOT_MOUNTED`), its files removed whatever the outcome; ``fio --version`` first, so a missing fio is
-    named (an error)."""
+    """fio in a directory of its own under ``target`` when that is a mount point (never beneath an unmounted
+    one: exit `RC_NOT_MOUNTED`), removed with its files whatever the outcome; ``fio --version`` first, so a
+    missing fio is named (an error). Its own directory: on a shared filesystem every node measures at once,
+    and fixed file names would be one node's files read, or removed, by another (fio job errors ENOENT,
+    seen on the lab's JuiceFS)."""
     return (
         "fio --version >/dev/null && { "
         + shell("mountpoint -q {} || { echo 'not a mount point' >&2; exit 3; }; ", target)
-        + argv("fio", f"--directory={target}", *args)
-        + shell("; rc=$?; rm -f {}/cf-fio-*; exit $rc; }", target)
+        + shell("d=$(mktemp -d {}) || exit 4; ", f"{target}/.cf-fio-XXXXXXXX")
+        + argv("fio", *args)
+        + ' --directory="$d"; rc=$?; rm -rf -- "$d"; exit $rc; }'
     )
 
 

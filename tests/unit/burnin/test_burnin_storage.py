@@ -20,9 +20,11 @@ from clusterforge.burnin import issue, measure, storage, suite
 from clusterforge.burnin.model import Measurement
 from clusterforge.burnin.verdicts import evaluate
 from clusterforge.flows import burnin as flow
+from clusterforge.plan.build import build_plan
 from clusterforge.plan.expect import NodeExpect, node_expect, nodes_of
 from clusterforge.remote.fio_jobs import fio_args, fio_cmd
-from tests.conftest import REAL
+from clusterforge.spec import load_spec_text
+from tests.conftest import CLUSTERS, REAL, without_storage
 
 FIO = REAL / "fio-json__azure-gpu-vm-nvme0n1-randrw-4k-qd64-4jobs-lat-percentiles-superbench__1.txt"
 READ_GBS = 0.3487  # the capture's read bw_bytes 348743777 / 1e9
@@ -49,7 +51,7 @@ def _sections(node: NodeExpect, sec: suite.Section) -> dict[str, suite.Section]:
 
 
 # ---- the node script ---------------------------------------------------------------------------------------
-def test_fio_steps_only_when_the_node_declares_storage(node: NodeExpect, lab_plan: dict[str, Any]) -> None:
+def test_fio_steps_only_when_the_node_declares_storage(node: NodeExpect) -> None:
     opts = suite.SuiteOptions()
     keys = [k for k, _t, _c in suite.steps(node, opts)]
     fio_keys = [k for k in keys if k.startswith("fio.")]
@@ -60,10 +62,11 @@ def test_fio_steps_only_when_the_node_declares_storage(node: NodeExpect, lab_pla
         "fio.seq_write.lustre",
     ]  # home declares no fio floor: not loaded
     assert keys.index("fio.seq_read.scratch") > keys.index("allreduce") and keys[-2:] == ["ecc", "counters"]
-    lab = next(iter(nodes_of(lab_plan).values()))
-    assert not lab.desired_state.get("storage")
-    assert not [k for k, _t, _c in suite.steps(lab, opts) if k.startswith("fio")]
-    assert "fio" not in suite.script(lab, opts)[0]
+    text = without_storage((CLUSTERS / "lab.yaml").read_text(encoding="utf-8"))
+    bare = next(iter(nodes_of(build_plan(load_spec_text(text, "lab.yaml")).doc).values()))
+    assert not bare.desired_state.get("storage")
+    assert not [k for k, _t, _c in suite.steps(bare, opts) if k.startswith("fio")]
+    assert "fio" not in suite.script(bare, opts)[0]
 
 
 def test_fio_steps_are_the_full_tiers_commands(node: NodeExpect) -> None:
@@ -92,6 +95,8 @@ def _run(tmp_path: Path, node: NodeExpect, stubs: dict[str, str]) -> dict[str, s
     only the fio sections are looked at."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
+    # every mktemp -d (the script's own folder, fio's under each target) made under tmp_path instead
+    stubs = {"mktemp": f'exec /usr/bin/mktemp -d "{tmp_path}/made.XXXXXX"', **stubs}
     for name, body in stubs.items():
         _stub(bin_dir, name, body)
     text, _deadline = suite.script(node, suite.SuiteOptions(ib_sysfs=str(tmp_path / "none")))
@@ -112,7 +117,9 @@ def _run(tmp_path: Path, node: NodeExpect, stubs: dict[str, str]) -> dict[str, s
 def test_script_runs_fio_on_each_target_and_parses_real_json(tmp_path: Path, node: NodeExpect) -> None:
     stubs = {"fio": f'[ "$1" = --version ] && echo fio-3.16 && exit 0; cat {FIO}', "mountpoint": "exit 0"}
     sections = _run(tmp_path, node, stubs)
-    assert all(sections[k].rc == 0 for k, _t, _c in storage.steps(node))
+    assert all(sections[k].rc == 0 for k, _t, _c in storage.steps(node)), {
+        k: (s.rc, s.err[-200:]) for k, s in sections.items() if s.rc and k.startswith("fio")
+    }
     sample = measure.parse_node(node, sections, suite.SuiteOptions())
     fio = {(m.test, m.component): m for m in sample.measurements if m.test.startswith("fio.")}
     assert set(fio) == {
@@ -137,11 +144,16 @@ def test_script_keeps_a_mount_point_one_literal_argument(tmp_path: Path, plan: d
     node = node_expect(doc, entry)
     log = tmp_path / "argv.log"
     logger = f'for a in "$@"; do printf "%s\\0" "$a"; done >> {log}; echo >> {log}'
-    stubs = {"fio": logger, "mountpoint": logger}
+    stubs = {
+        "fio": logger,
+        "mountpoint": logger,
+        "mktemp": f'{logger}; exec /usr/bin/mktemp -d "{tmp_path}/m.XXXXXX"',
+    }
     _run(tmp_path, node, stubs)
     got = [line.split("\0")[:-1] for line in log.read_text().splitlines() if line]
     assert ["-q", evil] in got
-    assert any(c[:1] == [f"--directory={evil}"] for c in got)
+    assert ["-d", f"{evil}/.cf-fio-XXXXXXXX"] in got
+    assert any(c[-1].startswith(f"--directory={tmp_path}/m.") for c in got if c)
     assert not (tmp_path / "canary").exists()
 
 
@@ -220,6 +232,30 @@ def test_a_node_whose_scratch_reads_40_percent_low_is_named(plan: dict[str, Any]
     assert checks["burnin.fio.seq_write"]["status"] == "pass"
     # the same fleet without the fault: nobody named
     assert evaluate(_fleet(nodes, {}), plan, nodes).passed
+
+
+def test_only_scratch_is_judged_unstable(plan: dict[str, Any]) -> None:
+    """Iteration-to-iteration swings of 30 % on every node: on the shared filesystem they are the shared back
+    end's (every node measures at once), nobody is blamed; on one node's own scratch they are that node's."""
+    nodes = [n["name"] for n in plan["nodes"][:8]]
+    swing = {1: 1.0, 2: 1.3, 3: 0.75}
+    rows = [
+        (
+            it,
+            Measurement(
+                m.test, m.node, m.component, value=round(float(m.value or 0) * swing[it], 4), unit="GB/s"
+            )
+            if m.component == "storage:lustre"
+            or (m.node == nodes[2] and m.test == "fio.seq_read" and m.component == "storage:scratch")
+            else m,
+        )
+        for it, m in _fleet(nodes, {})
+    ]
+    ev = evaluate(rows, plan, nodes)
+    assert {n for n in nodes if ev.nodes[n].verdict != "pass"} == {nodes[2]}
+    (f,) = ev.nodes[nodes[2]].findings
+    assert (f.kind, f.test, f.component) == ("variable", "fio.seq_read", "scratch /raid")
+    assert f.summary.startswith(f"unstable {nodes[2]} scratch /raid fio seq read run-to-run variation")
 
 
 def test_storage_floors_are_judged_as_the_other_floors(plan: dict[str, Any]) -> None:

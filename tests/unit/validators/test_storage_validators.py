@@ -472,11 +472,20 @@ def test_storage_commands_keep_values_literal(node: NodeExpect, tmp_path: Any, v
             f'#!/bin/sh\nfor a in "$@"; do printf "%s\\0" "$a"; done >> {log}; echo >> {log}\n'
         )
         (bin_dir / tool).chmod(0o755)
+    made = tmp_path / "made"  # what the mktemp stand-in "creates": fio's own directory
+    (bin_dir / "mktemp").write_text(
+        f'#!/bin/sh\nfor a in "$@"; do printf "%s\\0" "$a"; done >> {log}; echo >> {log}\n'
+        f"mkdir -p {made}; echo {made}\n"
+    )
+    (bin_dir / "mktemp").chmod(0o755)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
     io = node.desired["storage"]["io_test"]
     for cmd in (st.fio_cmd(value, st.fio_args("randread", io, True)), st.write_cmd(value)):
         subprocess.run(["sh", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, check=False, timeout=30)
+        if "fio" in cmd:
+            assert not made.exists()  # fio's directory removed with its files
     got = [line.split("\0")[:-1] for line in log.read_text().splitlines() if line]
     assert ["-q", value] in got
-    assert any(c[:1] == [f"--directory={value}"] for c in got)
+    assert ["-d", f"{value}/.cf-fio-XXXXXXXX"] in got  # fio's own directory under the mount point
+    assert any(c[-1:] == [f"--directory={made}"] for c in got)
     assert not (tmp_path / "canary").exists()
