@@ -48,9 +48,9 @@ def cli(*args: str) -> list[str]:
 
 
 def burnin_args(*extra: str) -> list[str]:
-    """The fault scenario's burn-in: GPUs, NICs, links. --no-storage: the lab's scratch is a loop device on the
-    host's page cache, whose run-to-run variation with 4 nodes at once (10-27 % measured) is the host's, not
-    a node's; burn-in's storage runs for real in test_burnin_storage_lab.py."""
+    """The fault scenario's burn-in: GPUs, NICs, links. --no-storage: the lab's scratch is a loop device on
+    the host's page cache, whose run-to-run variation with 4 nodes at once (10-27 % measured) is the host's,
+    not a node's; burn-in's storage runs for real in test_burnin_storage_lab.py."""
     return cli(
         "burnin",
         "inventory/clusters/lab.yaml",
