@@ -11,7 +11,7 @@ import ipaddress
 
 import pytest
 
-from clusterforge.certify import readers
+from clusterforge.certify import readers, roce_qos
 from clusterforge.certify.checks import (
     CheckError,
     CheckFailed,
@@ -24,7 +24,7 @@ from clusterforge.certify.checks import (
     read_many_cmd,
 )
 from clusterforge.certify.fixes import hint
-from clusterforge.hw import dcb, ibstat, ibv_devinfo, mlnx_qos
+from clusterforge.hw import ibstat, ibv_devinfo
 from clusterforge.hw.nvidia_smi import parse_topo
 from clusterforge.plan.expect import NodeExpect, Rail
 from clusterforge.remote.commands import argv, shell
@@ -44,20 +44,15 @@ def qos_show(unit: str) -> str:
 
 
 def qos_cmd(r: Rail) -> str:
-    return argv("mlnx_qos", "-i", r.netdev)
+    return roce_qos.mlnx_qos_cmd(r.netdev)
 
 
 def dcb_cmds(r: Rail) -> list[str]:
-    """PFC, the APP table and (iproute2 6.2+, where the driver has it) the trust order, as JSON."""
-    return [
-        argv("dcb", "-j", "pfc", "show", "dev", r.netdev),
-        argv("dcb", "-j", "app", "show", "dev", r.netdev),
-        shell("dcb -j apptrust show dev {} 2>/dev/null || true", r.netdev),
-    ]
+    return roce_qos.dcb_cmds(r.netdev)
 
 
 def qos_cmds(node: NodeExpect, r: Rail) -> list[str]:
-    return dcb_cmds(r) if node.desired["rdma"]["qos_tool"] == "dcb" else [qos_cmd(r)]
+    return roce_qos.qos_cmds(node.desired["rdma"]["qos_tool"], r.netdev)
 
 
 def cnp_cmds(node: NodeExpect, r: Rail) -> list[tuple[str, str, str]]:
@@ -91,7 +86,7 @@ def gid_cmds(r: Rail, idx: object) -> list[str]:
 
 
 def ecn_cmds(r: Rail, prio: int) -> list[str]:
-    return [read_cmd(f"/sys/class/net/{r.netdev}/ecn/roce_{side}/enable/{prio}") for side in ("np", "rp")]
+    return roce_qos.ecn_cmds(r.netdev, prio)
 
 
 def tos_cmd(r: Rail) -> str:
@@ -276,58 +271,21 @@ def test_iommu(node: NodeExpect, probe: Probe) -> None:
     expect_equal("kernel command line iommu=", want, found, hint("iommu", node.name))
 
 
-def _prio(qos: mlnx_qos.MlnxQos, dscp: int) -> str:
-    try:
-        return str(qos.prio_of_dscp(dscp))
-    except KeyError:
-        return "unmapped"
-
-
-def _qos_mlnx(probe: Probe, r: Rail, dscps: list[int]) -> tuple[str, list[int], dict[int, str]]:
-    qos = probe.parse(qos_cmd(r), mlnx_qos.parse)
-    return qos.trust_state, list(qos.pfc_priorities), {d: _prio(qos, d) for d in dscps}
-
-
-def _qos_dcb(probe: Probe, r: Rail, dscps: list[int]) -> tuple[str, list[int], dict[int, str]]:
-    pfc_cmd, app_cmd, trust_cmd = dcb_cmds(r)
-    pfc = probe.parse(pfc_cmd, dcb.parse_pfc)
-    app = probe.parse(app_cmd, dcb.parse_app)
-    trust_text = probe.run(trust_cmd)
-    if trust_text.strip():
-        trust = (dcb.parse_apptrust(trust_text) or ("none",))[0]
-    else:  # no `dcb apptrust` (iproute2 < 6.2, or the driver): mlx5 trusts DSCP while it has DSCP APP entries
-        trust = "dscp" if app.dscp_prio else "pcp"
-    maps = {d: ",".join(map(str, app.prios_of_dscp(d))) or "unmapped" for d in dscps}
-    return trust, list(pfc.priorities), maps
-
-
 @roce_only
 def test_roce_qos(node: NodeExpect, probe: Probe, rail: int) -> None:
     """Trust DSCP; PFC on the lossless priority only; RoCE and CNP DSCPs map to their priorities."""
     r, q = _rail(node, rail), node.rail_desired(rail)["qos"]
     tool = node.desired["rdma"]["qos_tool"]
-    want_map = {int(d): str(p) for d, p in sorted(q["dscp2prio"].items(), key=lambda kv: int(kv[0]))}
-    read = _qos_dcb if tool == "dcb" else _qos_mlnx
-    trust, pfc, maps = read(probe, r, list(want_map))
-    want = f"trust {q['trust']}, PFC on {q['pfc_priorities']}, "
-    want += " ".join(f"{d}->{p}" for d, p in want_map.items())
-    found = f"trust {trust}, PFC on {pfc}, " + " ".join(f"{d}->{maps[d]}" for d in want_map)
+    want, found = roce_qos.qos_want_found(probe, tool, r.netdev, q)
     expect(found == want, f"{r.netdev} QoS ({tool}, rail {rail})", want, found, hint("roce_qos", node.name))
 
 
 @roce_only
 def test_roce_ecn(node: NodeExpect, probe: Probe, rail: int) -> None:
     r, q = _rail(node, rail), node.rail_desired(rail)["qos"]
-    want = "1" if q["ecn"] else "0"
+    want, found = roce_qos.ecn_want_found(probe, r.netdev, q)
     prio = int(q["lossless_priority"])
-    np_, rp = (probe.run(c).strip() for c in ecn_cmds(r, prio))
-    expect(
-        np_ == want and rp == want,
-        f"{r.netdev} ECN on priority {prio}",
-        f"np={want} rp={want}",
-        f"np={np_} rp={rp}",
-        hint("roce_qos", node.name),
-    )
+    expect(found == want, f"{r.netdev} ECN on priority {prio}", want, found, hint("roce_qos", node.name))
 
 
 @roce_only

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from clusterforge.certify import roce_qos
 from clusterforge.certify.checks import (
     CheckError,
     CheckFailed,
@@ -50,6 +51,7 @@ has_mounts = pytest.mark.applies(lambda n: bool(_st(n).get("mounts")))
 has_storage = pytest.mark.applies(lambda n: bool(_st(n).get("mounts") or _st(n).get("scratch")))
 has_scratch = pytest.mark.applies(lambda n: bool(_st(n).get("scratch")))
 has_nics = pytest.mark.applies(lambda n: bool(_st(n).get("nics")))
+has_nic_qos = pytest.mark.applies(lambda n: bool((_st(n).get("nics") or {}).get("qos")))
 has_lnet = pytest.mark.applies(lambda n: bool(_st(n).get("lnet")))
 has_gds = pytest.mark.applies(lambda n: bool((_st(n).get("gds") or {}).get("enabled")))
 
@@ -118,8 +120,14 @@ def commands(node: NodeExpect) -> list[str]:
     if not st:
         return []
     cmds = [FINDMNT]
-    for dev in (st.get("nics") or {}).get("netdevs", []):
+    nics = st.get("nics") or {}
+    for dev in nics.get("netdevs", []):
         cmds += nic_cmds(dev)
+        if nics.get("qos"):
+            tool = node.desired_state["rdma"]["qos_tool"]
+            cmds += roce_qos.qos_cmds(tool, dev) + roce_qos.ecn_cmds(
+                dev, int(nics["qos"]["lossless_priority"])
+            )
     if st.get("lnet"):
         cmds.append(LNET)
     if (st.get("gds") or {}).get("enabled"):
@@ -297,6 +305,25 @@ def test_nics(node: NodeExpect, probe: Probe) -> None:
         f"up, mtu {nics['mtu']}, >= {nics['speed_gbps']} Gb/s",
         hint("storage_nics", node.name),
     )
+
+
+@pytest.mark.quick
+@has_nic_qos
+def test_nic_qos(node: NodeExpect, probe: Probe) -> None:
+    """Lossless RoCE storage (fabrics.storage.lossless): each storage NIC carries the compute rails' QoS,
+    read as the rails' is (validators/test_rdma.py): trust DSCP, PFC on exactly the lossless priority, the
+    RoCE and CNP DSCPs on their priorities, ECN on the lossless priority. A missing tool is an error."""
+    nics = _st(node)["nics"]
+    q = nics["qos"]
+    tool = str(node.desired_state["rdma"]["qos_tool"])
+    want_all, bad = "", {}
+    for dev in nics["netdevs"]:
+        want, found = roce_qos.qos_want_found(probe, tool, dev, q)
+        ecn_want, ecn_found = roce_qos.ecn_want_found(probe, dev, q)
+        want_all = f"{want}, ECN on priority {q['lossless_priority']} {ecn_want}"
+        if (found, ecn_found) != (want, ecn_want):
+            bad[dev] = f"{found}, ECN {ecn_found}"
+    expect_none_bad(f"storage NIC QoS ({tool})", bad, want_all, hint("roce_qos", node.name))
 
 
 @pytest.mark.quick

@@ -41,6 +41,10 @@ STORAGE: tuple[Check, ...] = (
         ticket="cable",
         fix="check the cable, transceiver and switch port; re-provision for the MTU",
     ),
+    _s(
+        "storage.nic_qos",
+        "lossless storage NICs: the rails' RoCE trust, PFC, DSCP->priority and ECN (mlnx_qos or dcb)",
+    ),
     _s("storage.lnet", "LNet on the declared networks (Lustre)"),
     _s("storage.gds", "GPUDirect Storage as declared (nvidia_fs, gdscheck -p)"),
     _s(

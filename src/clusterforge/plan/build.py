@@ -90,6 +90,14 @@ def _skus(spec: Spec) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _storage_net(spec: Spec) -> dict[str, Any] | None:
+    """fabrics.storage as plan data; ``lossless`` only when on, so specs without it plan as before."""
+    net = spec.cluster.fabrics.storage
+    if net is None:
+        return None
+    return net.model_dump(mode="json", exclude=None if net.lossless else {"lossless"})
+
+
 def _tuning(spec: Spec) -> dict[str, Any]:
     t = spec.cluster.tuning.model_dump(mode="json")
     t["roce"]["tos"] = spec.cluster.tuning.roce.tos
@@ -201,7 +209,7 @@ def build_plan(spec: Spec) -> Plan:
     entries = {n.name: n for p in c.pools for n in p.nodes}
     storage_in = storage_input(
         c.storage.model_dump(mode="json") if c.storage else None,
-        c.fabrics.storage.model_dump(mode="json") if c.fabrics.storage else None,
+        _storage_net(spec),
         str(c.addressing.storage) if c.addressing.storage else None,
     )
 
@@ -315,7 +323,7 @@ def build_plan(spec: Spec) -> Plan:
                 "cidr": str(c.addressing.management),
             },
             "storage": (
-                {**c.fabrics.storage.model_dump(mode="json"), "cidr": str(c.addressing.storage)}
+                {**(_storage_net(spec) or {}), "cidr": str(c.addressing.storage)}
                 if c.fabrics.storage and c.addressing.storage
                 else None
             ),

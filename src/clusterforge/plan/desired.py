@@ -175,7 +175,10 @@ def rdma_desired(software: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def rail_desired(rail: dict[str, Any], tuning: dict[str, Any]) -> dict[str, Any]:
+def rail_desired(
+    rail: dict[str, Any], tuning: dict[str, Any], qos: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A rail's desired state; ``qos``: the node's `roce_qos` (computed once per node), else computed here."""
     ethernet = rail["link_layer"] == "Ethernet"
     mtu = netdev_mtu(rail["link_layer"], tuning)
     return {
@@ -186,7 +189,7 @@ def rail_desired(rail: dict[str, Any], tuning: dict[str, Any]) -> dict[str, Any]
         "link_layer": rail["link_layer"],
         "netdev_mtu": mtu,
         "port_mtu": port_mtu(rail["link_layer"], mtu),
-        "qos": roce_qos(tuning) if ethernet else None,
+        "qos": (qos if qos is not None else roce_qos(tuning)) if ethernet else None,
     }
 
 
@@ -202,6 +205,7 @@ def node_desired(
     ``software`` pins (only ``software.rdma`` is read); ``storage``: desired_storage.storage_input."""
     vendor = cpu_vendor(sku)
     hp = hugepages(tuning, numa_nodes(sku))
+    qos = roce_qos(tuning)  # once: the RoCE rails and lossless storage NICs carry this same policy
     return {
         "version": DESIRED_VERSION,
         "kernel": {"cmdline": kernel_cmdline(tuning, vendor, hp), "managed_keys": list(CMDLINE_MANAGED_KEYS)},
@@ -224,8 +228,8 @@ def node_desired(
         "pcie": {"acs_disable": bool(tuning["acs_disable"])},
         "time": {"servers": [str(s) for s in tuning.get("time_servers", ())]},
         "rdma": rdma_desired(software),
-        "rails": [rail_desired(r, tuning) for r in sorted(rails, key=lambda r: int(r["index"]))],
+        "rails": [rail_desired(r, tuning, qos) for r in sorted(rails, key=lambda r: int(r["index"]))],
         "lldp": lldp_desired(sku, rails),
         "monitoring": monitoring_desired(sku, rails),
-        "storage": storage_desired(sku, storage),
+        "storage": storage_desired(sku, storage, qos),
     }

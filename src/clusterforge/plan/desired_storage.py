@@ -46,7 +46,7 @@ def storage_input(
     return {"spec": storage, "network": storage_net, "cidr": storage_cidr}
 
 
-def _nics(sku: dict[str, Any], inp: dict[str, Any]) -> dict[str, Any] | None:
+def _nics(sku: dict[str, Any], inp: dict[str, Any], qos: dict[str, Any] | None) -> dict[str, Any] | None:
     net = inp["network"]
     if not net or not inp["cidr"]:
         return None
@@ -54,12 +54,16 @@ def _nics(sku: dict[str, Any], inp: dict[str, Any]) -> dict[str, Any] | None:
     count = min(int(net.get("nics_per_node", 1)), int(nics["count"]))
     if count < 1:
         return None
-    return {
+    out = {
         "netdevs": [nth_netdev(str(nics["netdev"]), i) for i in range(count)],
         "mtu": int(net["mtu"]),
         "speed_gbps": int(net["speed_gbps"]),
         "cidr": inp["cidr"],
     }
+    if net.get("lossless") and qos is not None:
+        # RoCE storage: the compute rails' lossless QoS, the same compiled policy (desired.roce_qos)
+        out["qos"] = qos
+    return out
 
 
 def _floors(fl: dict[str, Any]) -> dict[str, float]:
@@ -160,15 +164,19 @@ def _scratch(sc: dict[str, Any] | None, over: Any) -> dict[str, Any] | None:
     }
 
 
-def storage_desired(sku: dict[str, Any], inp: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The storage state of a node of ``sku`` (the plan's SKU entry); None when the spec declares none."""
+def storage_desired(
+    sku: dict[str, Any], inp: dict[str, Any] | None, qos: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The storage state of a node of ``sku`` (the plan's SKU entry); None when the spec declares none.
+    ``qos``: the node's RoCE QoS policy (desired.roce_qos), put on the storage NICs when the storage network
+    is lossless (``nics.qos``)."""
     if inp is None:
         return None
     spec = inp["spec"]
     over = spec.get("floors_by_sku", {}).get(sku["name"], {})
     # the storage NICs are configured and certified when a shared filesystem travels over them
     uses_net = any(fs["network"] == "storage" for fs in spec.get("shared", []))
-    nics = _nics(sku, inp) if uses_net else None
+    nics = _nics(sku, inp, qos) if uses_net else None
     sc = _scratch(spec.get("scratch"), over.get("scratch"))
     shared = list(spec.get("shared", []))
     mounts = [_mount(fs, nics, sku, sc["target"] if sc else None, over.get(fs["name"])) for fs in shared]

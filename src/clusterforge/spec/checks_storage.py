@@ -25,6 +25,7 @@ LUSTRE_FSNAME_MAX = 8
 
 
 def storage_checks(c: Cluster, skus: dict[str, Sku], bad: Bad) -> None:
+    _lossless(c, skus, bad)
     s = c.storage
     if s is None:
         return
@@ -46,6 +47,58 @@ def storage_checks(c: Cluster, skus: dict[str, Sku], bad: Bad) -> None:
         _scratch(bad, s)
         _mountpoint(bad, mounts, s.scratch.mountpoint, ("storage", "scratch", "mountpoint"))
     _floors_by_sku(bad, s, skus)
+
+
+def _lossless(c: Cluster, skus: dict[str, Sku], bad: Bad) -> None:
+    """``fabrics.storage.lossless``: the storage NICs take the compute rails' RoCE QoS, so they must exist
+    and be configured (NICs per node, an address range, a shared filesystem on the storage network), and
+    the QoS must be declared (tuning.roce) where no compute fabric is RoCE."""
+    net = c.fabrics.storage
+    if net is None or not net.lossless:
+        return
+    at: PathKey = ("fabrics", "storage", "lossless")
+    if not net.nics_per_node:
+        bad(
+            ("fabrics", "storage", "nics_per_node"),
+            "at least 1 storage NIC per node (lossless: true puts RoCE QoS on them)",
+            "0",
+            "set nics_per_node to the storage NICs each node uses, or remove lossless",
+        )
+    for p in c.pools:
+        sku = skus.get(p.sku)
+        if sku is not None and sku.storage_nics.count < 1:
+            bad(
+                at,
+                f"storage NICs on every pool's SKU (lossless QoS goes on them); SKU {sku.name} of pool "
+                f"{p.name} has storage_nics.count 0",
+                "true",
+                "use a SKU with storage NICs for that pool, or remove lossless",
+            )
+    if c.addressing.storage is None:
+        bad(
+            at,
+            "a storage address range (addressing.storage): without it the storage NICs are not configured",
+            "true, addressing.storage absent",
+            "declare addressing.storage, or remove lossless",
+        )
+    shared = c.storage.shared if c.storage else []
+    if not any(fs.network == "storage" for fs in shared):
+        bad(
+            at,
+            "a shared filesystem on the storage network (storage.shared[].network: storage): the storage "
+            "NICs are configured only for one",
+            "true, no shared filesystem uses the storage network",
+            "declare the shared filesystem the storage network carries, or remove lossless",
+        )
+    if not any(f.type == "roce" for f in c.fabrics.compute) and "roce" not in c.tuning.model_fields_set:
+        bad(
+            at,
+            "the lossless QoS declared under tuning.roce (no compute fabric is RoCE, so none is in use "
+            "to share)",
+            "true, tuning.roce absent",
+            "declare tuning.roce (lossless_priority, dscp, cnp_dscp, cnp_priority, ecn) as the storage "
+            "switches are configured, or remove lossless",
+        )
 
 
 def _mountpoint(bad: Bad, seen: dict[str, PathKey], mp: str, at: PathKey) -> None:

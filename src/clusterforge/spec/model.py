@@ -156,9 +156,16 @@ class EthNetwork(_Strict):
     vlan: int | None = Field(default=None, ge=1, le=4094)
 
 
+class StorageNetwork(EthNetwork):
+    lossless: bool = Field(
+        default=False,
+        description="RoCE storage: the storage NICs get the compute rails' lossless QoS (tuning.roce)",
+    )
+
+
 class Fabrics(_Strict):
     compute: list[ComputeFabric] = Field(min_length=1, max_length=MAX_FABRICS)
-    storage: EthNetwork | None = None
+    storage: StorageNetwork | None = None
     management: EthNetwork
 
 

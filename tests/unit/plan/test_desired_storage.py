@@ -214,3 +214,44 @@ def test_the_lab_plan_carries_what_the_lab_serves() -> None:
     ]
     assert "cache-dir=/scratch/juicefs-cache" in d["mounts"][0]["options"]  # the client cache on scratch
     assert (d["scratch"]["raid"], d["scratch"]["device"]) == ("none", "/dev/disk/by-id/nvme-lab-scratch")
+
+
+def test_lossless_storage_nics_carry_the_rails_qos_object() -> None:
+    from clusterforge.plan.desired import roce_qos
+
+    tuning = {
+        "roce": {
+            "lossless_priority": 3,
+            "dscp": 26,
+            "cnp_dscp": 48,
+            "cnp_priority": 6,
+            "ecn": True,
+            "tos": 106,
+            "mtu": 9000,
+        }
+    }
+    qos = roce_qos(tuning)
+    d = S.storage_desired(SKU, S.storage_input(spec([fs()]), dict(NET, lossless=True), "10.20.0.0/22"), qos)
+    assert (
+        d is not None
+        and d["nics"]["qos"] == qos
+        and d["nics"]["qos"]["pfc_vector"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    )
+    # not lossless (or lossless: false): no qos key at all, so existing plans are unchanged
+    assert "qos" not in compile_(spec([fs()]))["nics"]
+    assert "qos" not in compile_(spec([fs()]), dict(NET, lossless=False))["nics"]
+
+
+def test_a_lossless_plan_gives_storage_nics_the_same_qos_as_the_rails() -> None:
+    text = (CLUSTERS / "lab.yaml").read_text(encoding="utf-8")
+    net = "  storage: {speed_gbps: 200, nics_per_node: 2, mtu: 9000}\n"
+    assert net in text
+    text = text.replace(net, net.replace("mtu: 9000}", "mtu: 9000, lossless: true}"))
+    text = text.replace("      network: management\n", "      network: storage\n")
+    plan = build_plan(load_spec_text(text, "lab.yaml"))
+    n = next(n for n in plan.nodes if any(r["qos"] for r in n["desired"]["rails"]))
+    rail_qos = next(r["qos"] for r in n["desired"]["rails"] if r["qos"])
+    assert n["desired"]["storage"]["nics"]["qos"] == rail_qos
+    assert plan.doc["networks"]["storage"]["lossless"] is True
+    base = build_plan(load_spec(CLUSTERS / "lab.yaml"))
+    assert "lossless" not in base.doc["networks"]["storage"]

@@ -377,3 +377,41 @@ def test_image_driver_pins_only_what_the_role_installs() -> None:
 def test_acs_conf_lists_the_rail_nics() -> None:
     out = render("nvidia_gpu", templates={"acs": "templates/acs.conf.j2"})["acs"]
     assert "SCOPE=gpu_nic_paths\nNIC_PCI=0000:18:00.0\nNIC_PCI=0000:40:00.0\n" in out
+
+
+# clusterforge_desired with a lossless storage network: storage.nics carries the rails' QoS (plan/desired.py)
+_LOSSLESS = (
+    "{{ clusterforge_desired | combine({'storage': {'nics': {'netdevs': ['stor0', 'stor1'], 'mtu': 9000,"
+    " 'speed_gbps': 200, 'cidr': '10.246.0.0/24', 'qos': clusterforge_desired.rails[0].qos}}}) }}"
+)
+
+
+def test_lossless_storage_nics_get_the_rails_qos_script_lines() -> None:
+    out = render(
+        "rdma",
+        variables={"clusterforge_desired": _LOSSLESS},
+        templates={
+            "conf": "templates/roce-qos.conf.j2",
+            "udev": "templates/90-clusterforge-roce-qos.rules.j2",
+        },
+        expressions={
+            "nics": "{{ _rdma_storage_qos_nics | map(attribute='netdev') | list }}",
+            "pfc": "{{ _rdma_pfc }}",
+        },
+    )
+    assert out["nics"] == ["stor0", "stor1"] and out["pfc"] == "0,0,0,1,0,0,0,0"
+    rails = [line for line in out["conf"].splitlines() if line.startswith("RAIL=")]
+    assert rails[-2:] == ["RAIL=stor0,-,1,-,9000", "RAIL=stor1,-,1,-,9000"]
+    assert 'KERNEL=="enp24s0np0|enp64s0np0|stor0|stor1"' in out["udev"]
+
+
+def test_storage_nics_get_no_qos_unless_lossless() -> None:
+    plain = _LOSSLESS.replace(", 'qos': clusterforge_desired.rails[0].qos", "")
+    out = render(
+        "rdma",
+        variables={"clusterforge_desired": plain},
+        templates={"conf": "templates/roce-qos.conf.j2"},
+        expressions={"nics": "{{ _rdma_storage_qos_nics }}"},
+    )
+    assert out["nics"] == [] and "stor0" not in out["conf"]
+    assert render("rdma", expressions={"nics": "{{ _rdma_storage_qos_nics }}"})["nics"] == []

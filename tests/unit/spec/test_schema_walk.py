@@ -89,6 +89,7 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "fabrics.storage.nics_per_node": (CABLING, "st.nics_per_node"),
     "fabrics.storage.mtu": (NETS, 'int(net.get("mtu", 0))'),
     "fabrics.storage.vlan": (NETS, '"vlan": net.get("vlan")'),
+    "fabrics.storage.lossless": (STOR, 'if net.get("lossless") and qos is not None'),
     "fabrics.management.speed_gbps": (CABLING, "mg.speed_gbps"),
     "fabrics.management.nics_per_node": (CABLING, "mg.nics_per_node"),
     "fabrics.management.mtu": (NETS, 'int(net["mtu"])'),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from clusterforge.errors import InputError, Problem
 from clusterforge.spec import load_spec_text
 
 from ._helpers import FILE, LAB, only, problems
@@ -183,3 +184,63 @@ def test_the_labs_storage_section_is_what_the_lab_serves() -> None:
     assert s is not None and [(f.type, f.network) for f in s.shared] == [("juicefs", "management")]
     assert s.scratch is not None and s.scratch.raid == "none"
     assert s.scratch.devices == ["/dev/disk/by-id/nvme-lab-scratch"]
+
+
+LOSSLESS_NET = "  storage: {speed_gbps: 200, nics_per_node: 2, mtu: 9000, lossless: true}\n"
+STORAGE_NET = "  storage: {speed_gbps: 200, nics_per_node: 2, mtu: 9000}\n"
+
+
+def test_lossless_storage_loads_with_a_filesystem_on_the_storage_network() -> None:
+    c = load_spec_text(spec(NFS).replace(STORAGE_NET, LOSSLESS_NET), FILE).cluster
+    assert c.fabrics.storage is not None and c.fabrics.storage.lossless is True
+    assert load_spec_text(spec(NFS), FILE).cluster.fabrics.storage.lossless is False  # type: ignore[union-attr]
+
+
+def test_lossless_storage_needs_a_filesystem_on_the_storage_network() -> None:
+    p = only(
+        spec(
+            NFS.replace("      mountpoint: /home\n", "      mountpoint: /home\n      network: management\n")
+        ).replace(STORAGE_NET, LOSSLESS_NET)
+    )
+    assert p.path == "fabrics.storage.lossless" and "storage.shared[].network: storage" in p.expected
+    assert "remove lossless" in p.fix
+
+
+def test_lossless_storage_needs_storage_nics() -> None:
+    text = spec(NFS).replace(STORAGE_NET, LOSSLESS_NET.replace("nics_per_node: 2", "nics_per_node: 0"))
+    found = problems(text)
+    assert "fabrics.storage.nics_per_node" in [p.path for p in found]
+    p = next(p for p in found if p.path == "fabrics.storage.nics_per_node")
+    assert p.found == "0" and "remove lossless" in p.fix
+
+
+def test_lossless_storage_needs_a_storage_address_range() -> None:
+    text = spec(NFS).replace(STORAGE_NET, LOSSLESS_NET)
+    found = problems(text.replace("  storage: 10.246.0.0/24\n", ""))
+    p = next(p for p in found if p.path == "fabrics.storage.lossless")
+    assert "addressing.storage" in p.expected and "addressing.storage" in p.fix
+
+
+def test_lossless_storage_without_roce_compute_needs_tuning_roce() -> None:
+    text = spec(NFS).replace(STORAGE_NET, LOSSLESS_NET)
+    roce = "  roce: {lossless_priority: 3, dscp: 26, cnp_dscp: 48, cnp_priority: 6, mtu: 9000, ecn: true}\n"
+    assert roce in text
+    # the lab has a RoCE compute fabric: its tuning.roce is in use, so an implicit one is fine
+    load_spec_text(text.replace(roce, ""), FILE)
+    # an IB-only cluster must say what QoS its storage network is configured with
+    ib_only = text.replace(roce, "").replace("type: roce\n", "type: infiniband\n")
+    found = [p for p in _problems_or_none(ib_only) if p.path == "fabrics.storage.lossless"]
+    assert len(found) == 1 and "tuning.roce" in found[0].expected and "tuning.roce" in found[0].fix
+    assert not [
+        p
+        for p in _problems_or_none(text.replace("type: roce\n", "type: infiniband\n"))
+        if p.path == "fabrics.storage.lossless"
+    ]
+
+
+def _problems_or_none(text: str) -> list[Problem]:
+    try:
+        load_spec_text(text, FILE)
+    except InputError as e:
+        return list(e.problems)
+    return []

@@ -489,3 +489,48 @@ def test_storage_commands_keep_values_literal(node: NodeExpect, tmp_path: Any, v
     assert ["-d", f"{value}/.cf-fio-XXXXXXXX"] in got  # fio's own directory under the mount point
     assert any(c[-1:] == [f"--directory={made}"] for c in got)
     assert not (tmp_path / "canary").exists()
+
+
+# ---- lossless storage NICs: the rails' QoS, read as test_rdma reads it (real mlnx_qos capture) -------------
+QOS = "mlnx_qos__cx5-roce-fw-controlled-dcbx-ets-pfc3-pve-blog__3.txt"  # trust dscp, PFC on 3 only
+
+
+def _lossless_node() -> NodeExpect:
+    text = without_storage((CLUSTERS / "lab.yaml").read_text(encoding="utf-8")) + STORAGE
+    net = "  storage: {speed_gbps: 200, nics_per_node: 2, mtu: 9000}\n"
+    assert net in text
+    text = text.replace(net, net.replace("9000}", "9000, lossless: true}"))
+    return nodes_of(build_plan(load_spec_text(text, "lab.yaml")).doc)["ib-01"]
+
+
+def _qos_answers(node: NodeExpect, qos: str, ecn: str = "1") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for dev in ("stor0", "stor1"):
+        out[f"mlnx_qos -i {dev}"] = (0, qos)
+        for c in st.roce_qos.ecn_cmds(dev, 3):
+            out[c] = (0, ecn + "\n")
+    return out
+
+
+def test_lossless_storage_nic_qos() -> None:
+    node = _lossless_node()
+    assert node.desired_state["storage"]["nics"]["qos"]["pfc_priorities"] == [3]
+    assert node.desired_state["rdma"]["qos_tool"] == "mlnx_qos"
+    qos = real(QOS)
+    assert "mlnx_qos -i stor0" in st.commands(node)
+    st.test_nic_qos(node, FakeNode(_qos_answers(node, qos)))
+    with pytest.raises(CheckFailed, match=r"stor0=.*ECN np=0 rp=0.*Fix.*roce_qos"):
+        st.test_nic_qos(node, FakeNode(_qos_answers(node, qos, ecn="0")))
+    pfc_off = qos.replace("enabled     0   0   0   1", "enabled     0   0   0   0")
+    assert pfc_off != qos
+    with pytest.raises(CheckFailed, match=r"stor0=trust dscp, PFC on \[\]"):
+        st.test_nic_qos(node, FakeNode(_qos_answers(node, pfc_off)))
+    missing = _qos_answers(node, qos)
+    missing["mlnx_qos -i stor1"] = (127, "")
+    with pytest.raises(CheckError):
+        st.test_nic_qos(node, FakeNode(missing))
+
+
+def test_storage_nic_qos_only_when_lossless(node: NodeExpect) -> None:
+    assert "qos" not in node.desired_state["storage"]["nics"]
+    assert not any(c.startswith("mlnx_qos -i stor") for c in st.commands(node))
