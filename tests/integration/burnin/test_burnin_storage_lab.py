@@ -38,9 +38,7 @@ def test_burnin_measures_every_nodes_scratch_and_shared_filesystem(burnin_lab: A
     with BurninDB(records) as bdb:
         (run,) = bdb.runs()
         got = {
-            (m.node, m.test, m.component): m
-            for _, m in bdb.measurements(run.id)
-            if m.test.startswith("fio.")
+            (m.node, m.test, m.component): m for _, m in bdb.measurements(run.id) if m.test.startswith("fio.")
         }
         verdicts = bdb.verdicts(run.id)
     want = {
