@@ -10,6 +10,7 @@ canonical JSON of a node's desired state is stable.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from clusterforge.plan.desired_fabric import lldp_desired
@@ -199,10 +200,13 @@ def node_desired(
     rails: list[dict[str, Any]],
     software: dict[str, Any] | None = None,
     storage: dict[str, Any] | None = None,
+    *,
+    monitoring: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The desired state of a node of ``sku`` (the plan's SKU entry) with ``rails`` (its plan rails, or the
     SKU's rails: only index, netdev, hca, port and link_layer are read) under the cluster's ``tuning`` and
-    ``software`` pins (only ``software.rdma`` is read); ``storage``: desired_storage.storage_input."""
+    ``software`` pins (only ``software.rdma`` is read); ``storage``: desired_storage.storage_input;
+    ``monitoring``: desired_monitoring.monitoring_input."""
     vendor = cpu_vendor(sku)
     hp = hugepages(tuning, numa_nodes(sku))
     qos = roce_qos(tuning)  # once: the RoCE rails and lossless storage NICs carry this same policy
@@ -230,6 +234,6 @@ def node_desired(
         "rdma": rdma_desired(software),
         "rails": [rail_desired(r, tuning, qos) for r in sorted(rails, key=lambda r: int(r["index"]))],
         "lldp": lldp_desired(sku, rails),
-        "monitoring": monitoring_desired(sku, rails),
+        "monitoring": monitoring_desired(sku, rails, monitoring),
         "storage": storage_desired(sku, storage, qos),
     }

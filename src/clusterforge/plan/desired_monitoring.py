@@ -10,13 +10,13 @@ separate file (`checks/node_policy.py`, path `health.policy`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 NODE_EXPORTER_PORT = 9100  # prometheus-node-exporter's default port
 DCGM_EXPORTER_PORT = 9400  # dcgm-exporter's default port
 # NVIDIA's package of dcgm-exporter in its CUDA repositories, paired with the DCGM 4 core
 DCGM_EXPORTER_PACKAGE = "datacenter-gpu-manager-exporter"
-DCGM_EXPORTER_VERSION = "4.5.0"
 DCGM_EXPORTER_SERVICE = "nvidia-dcgm-exporter"
 DCGM_EXPORTER_COUNTERS = "/etc/dcgm-exporter/clusterforge-counters.csv"
 # Debian's prometheus-node-exporter reads ARGS from /etc/default and collects *.prom from this directory
@@ -27,7 +27,6 @@ HEALTH_CONFIG = "/etc/clusterforge/healthcheck.json"
 # monitoring role ships, as the plan layer does not read the registry)
 HEALTH_POLICY = "/etc/clusterforge/health-policy.json"
 HEALTH_STATE_DIR = "/var/lib/clusterforge/health"
-HEALTH_INTERVAL_S = 300  # Slurm's HealthCheckInterval / the timer's period
 HEALTH_BUDGET_S = 1.0  # the check must finish well under this (bench/bench_health.py measures it)
 
 # The DCGM fields the health check and the alert rules read (monitoring/alerts): the exporter's counters
@@ -70,8 +69,19 @@ def counters_csv() -> str:
     )
 
 
-def monitoring_desired(sku: dict[str, Any], rails: list[dict[str, Any]]) -> dict[str, Any]:
-    """The monitoring desired state of a node of `sku` with `rails` (its plan rails: index and netdev)."""
+def monitoring_input(software: Mapping[str, Any], certification: Mapping[str, Any]) -> dict[str, Any]:
+    """What of the plan's software pins and certification policy the monitoring state reads."""
+    return {
+        "dcgm_exporter": str(software["dcgm_exporter"]),
+        "health_interval_s": int(certification["health_interval_s"]),
+    }
+
+
+def monitoring_desired(
+    sku: dict[str, Any], rails: list[dict[str, Any]], pins: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The monitoring desired state of a node of `sku` with `rails` (its plan rails: index and netdev);
+    `pins`: `monitoring_input` (the exporter's version, the health check's period)."""
     gpu = sku.get("gpu") or {}
     nvswitch = bool(gpu.get("nvswitch"))
     return {
@@ -79,7 +89,7 @@ def monitoring_desired(sku: dict[str, Any], rails: list[dict[str, Any]]) -> dict
         "dcgm_exporter": {
             "port": DCGM_EXPORTER_PORT,
             "package": DCGM_EXPORTER_PACKAGE,
-            "version": DCGM_EXPORTER_VERSION,
+            "version": str(pins["dcgm_exporter"]),
             "service": DCGM_EXPORTER_SERVICE,
             "counters_file": DCGM_EXPORTER_COUNTERS,
             "counters": [{"field": f, "type": t, "help": h} for f, t, h in DCGM_FIELDS],
@@ -88,7 +98,7 @@ def monitoring_desired(sku: dict[str, Any], rails: list[dict[str, Any]]) -> dict
             "path": HEALTH_PATH,
             "config": HEALTH_CONFIG,
             "state_dir": HEALTH_STATE_DIR,
-            "interval_s": HEALTH_INTERVAL_S,
+            "interval_s": int(pins["health_interval_s"]),
             "budget_s": HEALTH_BUDGET_S,
             "textfile": f"{TEXTFILE_DIR}/clusterforge_health.prom",
             "gpu_count": int(gpu.get("count") or 0),

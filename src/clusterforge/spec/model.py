@@ -254,6 +254,11 @@ class Software(_Strict):
     cuda: str = Field(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}$")
     nccl: str = Field(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}$")
     dcgm: str = Field(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}$")
+    dcgm_exporter: str = Field(
+        default="4.5.0",
+        pattern=r"^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}$",
+        description="dcgm-exporter version (NVIDIA's datacenter-gpu-manager-exporter package)",
+    )
     rdma: Rdma
     nic_firmware: Token | None = None
     vbios: Token | None = None
@@ -328,6 +333,12 @@ class Certification(_Strict):
     check_timeout_s: int = Field(default=60, ge=1, le=86_400)
     flap_window_hours: int = Field(default=24, ge=1, le=87_600)
     dcgm_level: int = Field(default=2, ge=1, le=4)
+    health_interval_s: int = Field(
+        default=300,
+        ge=10,
+        le=86_400,
+        description="passive health check period: Slurm's HealthCheckInterval, or the systemd timer's",
+    )
 
 
 class Cluster(_Strict):

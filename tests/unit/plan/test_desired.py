@@ -108,7 +108,8 @@ def tuning(**kw: Any) -> dict[str, Any]:
     ],
 )
 def test_kernel_cmdline(sku: dict[str, Any], t: dict[str, Any], expected: list[str]) -> None:
-    assert D.node_desired(sku, t, [])["kernel"]["cmdline"] == expected
+    pins = {"dcgm_exporter": "4.5.0", "health_interval_s": 300}
+    assert D.node_desired(sku, t, [], monitoring=pins)["kernel"]["cmdline"] == expected
 
 
 def test_per_numa_split_is_count_over_numa_nodes() -> None:

@@ -22,7 +22,8 @@ class Node:
         self.sim, self.slurm_state, self.calls = sim, "IDLE", []  # type: list[list[str]]
         sku = sim.plan["skus"][sim.sku]
         rails = sim.plan["nodes"][0]["rails"]
-        self.cfg: dict[str, Any] = {**monitoring_desired(sku, rails)["health"], **node_policy()}
+        pins = {"dcgm_exporter": "4.5.0", "health_interval_s": 300}
+        self.cfg: dict[str, Any] = {**monitoring_desired(sku, rails, pins)["health"], **node_policy()}
         self.cfg["state_dir"] = "/var/lib/clusterforge/health"
         for r in rails:
             self.link(r["netdev"], "up", 2)
