@@ -62,7 +62,9 @@ def test_healthcheck_lines(example) -> None:
 def test_the_spec_sets_the_health_period_and_the_exporter_pin(spec_text, plan_text, edit) -> None:
     """`certification.health_interval_s` and `software.dcgm_exporter` are read once, into the desired state:
     the slurm.conf lines, the timer and the exporter's package version all come from there."""
-    text = edit(spec_text("lab"), "  check_timeout_s: 30\n", "  check_timeout_s: 30\n  health_interval_s: 120\n")
+    text = edit(
+        spec_text("lab"), "  check_timeout_s: 30\n", "  check_timeout_s: 30\n  health_interval_s: 120\n"
+    )
     text = edit(text, '  dcgm: "4.2.3"\n', '  dcgm: "4.2.3"\n  dcgm_exporter: "4.1.3"\n')
     plan = plan_text(text)
     for n in plan.doc["nodes"]:
