@@ -104,19 +104,27 @@ class Lab:
         return [d for d in self.root.parent.iterdir() if d.is_dir() and d != self.root]
 
     def _check_conflicts(self) -> None:
-        """Refuse to share addresses with another cluster's running nodes (one /24 on cfbr0 for all)."""
-        mine = {n.mgmt_ip for n in self.plan.nodes}
+        """Refuse to share an address or a MAC with another cluster's running nodes (cfbr0 and the rail
+        bridges are the host's, shared by every lab on it)."""
+        mine = {pair: n.name for n in self.plan.nodes for pair in labplan.l2_identity(n)}
         if not self.root.parent.is_dir():
             return
         for other in self._others():
             for f in other.glob("nodes/*/node-plan.json"):
                 if node.supervisor_pid(node.NodePaths(f.parent)) is None:
                     continue
-                ip = json.loads(f.read_text()).get("mgmt_ip")
-                if ip in mine:
+                theirs = labplan.node_of(other.name, json.loads(f.read_text()))
+                clash = sorted(
+                    a
+                    for bridge, a in (labplan.l2_identity(theirs) if theirs else set())
+                    if (bridge, a) in mine
+                )
+                if clash:
+                    ours = mine[next(p for p in mine if p[1] == clash[0])]
                     raise LabError(
-                        f"{other.name}/{f.parent.name} runs on {ip}, an address of this plan: "
-                        f"stop that lab first (clusterforge lab down --plan ...)"
+                        f"{other.name}/{f.parent.name} runs with {', '.join(clash)}, as this plan's {ours}: "
+                        f"stop that lab first (clusterforge lab down --plan ...) or give the nodes other "
+                        f"addresses and ordinals"
                     )
 
     def infra_up(self) -> None:

@@ -138,6 +138,22 @@ def _node(cluster: str, i: int, d: dict[str, Any], problems: list[Problem]) -> L
     )
 
 
+def node_of(cluster: str, raw: dict[str, Any]) -> LabNode | None:
+    """One node of a plan (a running node's `node-plan.json`); None when it is not usable."""
+    return _node(cluster, 0, raw, [])
+
+
+def l2_identity(node: LabNode) -> set[tuple[str, str]]:
+    """(bridge, address) pairs that must be unique on the host's bridges, which every lab on the host
+    shares: the management address and MAC, each veth's host-end MAC and each rail's MAC on its bridge. Two
+    nodes with one MAC on a bridge make it forward that node's frames to whichever spoke last."""
+    mgmt = config.MGMT_BRIDGE
+    pairs = {(mgmt, node.mgmt_ip), (mgmt, node.mgmt_mac), (mgmt, names.lab_mac(0, node.ordinal, True))}
+    for r in node.rails:
+        pairs |= {(r.bridge, r.mac), (r.bridge, names.lab_mac(1 + r.index, node.ordinal, True))}
+    return pairs
+
+
 def parse(raw: dict[str, Any]) -> LabPlan:
     problems: list[Problem] = []
     cluster = str(raw.get("cluster") or "")

@@ -67,19 +67,20 @@ def _rails(
 
 
 def make_plan(
-    pools: dict[str, int] | None = None, cluster: str = "lab", first_ip: int = 11
+    pools: dict[str, int] | None = None, cluster: str = "lab", first_ip: int = 11, first_ordinal: int = 0
 ) -> dict[str, Any]:
-    """pools: {"roce": n, "ib": m} → nodes roce-01.., ib-01.. with the catalog SKUs' rails."""
+    """pools: {"roce": n, "ib": m} → nodes roce-01.., ib-01.. with the catalog SKUs' rails. A plan that
+    runs beside another lab takes other addresses (`first_ip`) and ordinals (`first_ordinal`: its MACs)."""
     pools = pools if pools is not None else {"roce": 2, "ib": 2}
     skus: dict[str, dict[str, Any]] = {}
     nodes = []
-    ordinal = 0
+    ordinal = first_ordinal
     for pool, count in pools.items():
         sku_name, fabric, ftype, layer = SKUS[pool]
         sku = skus.setdefault(sku_name, _sku(sku_name))
         mgmt = (sku.get("management_nic") or {}).get("netdev", "mgmt0")
         for i in range(count):
-            host = first_ip + ordinal
+            host = first_ip + ordinal - first_ordinal
             if host > 254:
                 raise ValueError("the lab's management /24 holds at most 243 nodes")
             nodes.append(

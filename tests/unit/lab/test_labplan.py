@@ -65,3 +65,36 @@ def test_known_hosts_lines() -> None:
     assert sshkeys.known_hosts_lines([(n, "ssh-ed25519 AAAAC3Nza root@ib-02")]) == [
         "ib-02,10.244.0.14 ssh-ed25519 AAAAC3Nza"
     ]
+
+
+def test_l2_identity_of_labs_side_by_side() -> None:
+    """Two labs on one host share cfbr0 (and the rail bridges of a fabric name): other ordinals, other MACs."""
+    main = labplan.parse(make_plan({"roce": 2}))
+    same = labplan.parse(make_plan({"roce": 2}, cluster="other", first_ip=200))
+    apart = labplan.parse(make_plan({"roce": 2}, cluster="other", first_ip=200, first_ordinal=0x100))
+    ours = set().union(*(labplan.l2_identity(n) for n in main.nodes))
+    clash = set().union(*(labplan.l2_identity(n) for n in same.nodes)) & ours
+    assert ("cfbr0", "02:cf:00:00:00:00") in clash and (
+        "cfbr0",
+        "02:cf:01:00:00:00",
+    ) in clash  # both veth ends
+    assert ("cfbr-roce0-0", "02:cf:00:01:00:00") in clash  # a rail on the same fabric's bridge
+    assert not {a for a in clash if a[1].startswith("10.")}  # the addresses alone differ
+    assert not set().union(*(labplan.l2_identity(n) for n in apart.nodes)) & ours
+    assert [n.mgmt_ip for n in apart.nodes] == ["10.244.0.200", "10.244.0.201"]
+
+
+def test_a_lab_refuses_a_mac_another_running_lab_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterforge.lab import Lab, node
+
+    running = tmp_path / "lab" / "nodes" / "roce-01"
+    running.mkdir(parents=True)
+    (running / "node-plan.json").write_text(json.dumps(make_plan({"roce": 1})["nodes"][0]))
+    monkeypatch.setattr(node, "supervisor_pid", lambda paths: 4242)  # that node runs
+    clashing = Lab(make_plan({"roce": 1}, cluster="cycle", first_ip=250), state_base=tmp_path)
+    with pytest.raises(Exception, match=r"lab/roce-01 runs with .*02:cf:00:00:00:00.*stop that lab first"):
+        clashing._check_conflicts()
+    apart = make_plan({"roce": 1}, cluster="cycle", first_ip=250, first_ordinal=0x100)
+    Lab(apart, state_base=tmp_path)._check_conflicts()  # other address and MACs: no refusal
