@@ -68,7 +68,7 @@ def test_known_hosts_lines() -> None:
 
 
 def test_l2_identity_of_labs_side_by_side() -> None:
-    """Two labs on one host share cfbr0 (and the rail bridges of a fabric name): other ordinals, other MACs."""
+    """Labs on one host share cfbr0 (and the rail bridges of a fabric name): other ordinals, other MACs."""
     main = labplan.parse(make_plan({"roce": 2}))
     same = labplan.parse(make_plan({"roce": 2}, cluster="other", first_ip=200))
     apart = labplan.parse(make_plan({"roce": 2}, cluster="other", first_ip=200, first_ordinal=0x100))
