@@ -113,7 +113,8 @@ def test_grub_dropin_intel() -> None:
 @pytest.mark.parametrize(("family", "facts"), [("Debian", DEBIAN), ("Debian", UBUNTU), ("RedHat", ROCKY)])
 def test_node_tools_per_family_include_ethtool(family: str, facts: dict) -> None:
     """Every node gets ethtool (same package name on Debian/Ubuntu and the RHEL family) from os_tuning: the
-    link-counters check reads `ethtool -S` of the RoCE rails and names this role and tag when it is missing."""
+    link-counters check reads `ethtool -S` of the RoCE rails and names this role and tag when it is
+    missing."""
     from clusterforge.remote.tools import TOOLS
 
     out = render("os_tuning", family=family, facts=facts, expressions={"p": "{{ os_tuning_packages }}"})
