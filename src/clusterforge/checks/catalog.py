@@ -153,12 +153,13 @@ VALIDATORS: tuple[Check, ...] = (
     ),
     _v(
         "link_counters.rates",
-        "rail link-health counters (IB port counters, RoCE hw_counters) not rising faster than the "
-        "policy's limits over a window (counter_policy.yaml)",
+        "rail link-health counters (IB port counters, RoCE hw_counters and ethtool -S pause/discards on the "
+        "lossless priority) not rising faster than the policy's limits over a window (counter_policy.yaml)",
         tiers=("full",),
         remedies=("service",),
         ticket="cable",
-        fix="reseat or replace the rail's cable or optic, and check the switch port at its far end",
+        fix="reseat or replace the rail's cable or optic, and check the switch port at its far end (a PFC "
+        "storm: its pause counters and both ends' lossless QoS)",
     ),
     _v("rdma.netdev", "rail netdev as declared"),
     _v(

@@ -77,6 +77,23 @@ def read_many_cmd(base: str, pattern: str) -> str:
     return "grep -H -m1 '' " + under(base, pattern)
 
 
+#: the line closing each netdev's part of :func:`ethtool_stats_cmd`'s output, then ethtool's exit code
+ETHTOOL_END = "@@clusterforge ethtool -S exit "
+
+
+def ethtool_stats_cmd(netdevs: list[str]) -> str:
+    """``ethtool -S`` of every netdev in ONE command, in the order given: each one's output (stdout and
+    stderr) then a line ``ETHTOOL_END<exit code>``. The netdevs are values (quoted); the loop is fixed
+    text."""
+    if not netdevs:
+        raise ValueError("ethtool_stats_cmd: no netdev")
+    words = " ".join(shlex.quote(_word(n)) for n in netdevs)
+    return (
+        f'for d in {words}; do ethtool -S "$d" 2>&1; '
+        f"printf '\\n%s%s\\n' {shlex.quote(ETHTOOL_END)} \"$?\"; done"
+    )
+
+
 def wrap(command: str, timeout: int) -> str:
     """The remote form: C locale, `timeout` with a hard kill 2 s later."""
     return (

@@ -53,8 +53,10 @@ _TOOLS = (
     Tool("nv-hostengine", "datacenter-gpu-manager (service nvidia-dcgm)", "nvidia_gpu", "dcgm", daemon=True),
     # lldpd role: the LLDP agent the per-node cabling check reads
     Tool("lldpcli", "lldpd", "lldpd", "lldpd"),
-    # os_tuning role
+    # os_tuning role: chrony, tuned and the node tools of every node (ethtool: the link-counters check's
+    # `ethtool -S` of the RoCE rails)
     Tool("chronyc", "chrony", "os_tuning", "timesync"),
+    Tool("ethtool", "ethtool", "os_tuning", "os_tuning_packages"),
     Tool("tuned-adm", "tuned", "os_tuning", "tuned"),
     # storage role: fio (full-tier I/O floors), the GDS tools (gdscheck, from nvidia-gds)
     Tool("fio", "fio", "storage", "storage_packages"),

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import PLAYBOOKS
+
 from ._support import HERE, INVENTORY
 
 DEBIAN = {
@@ -106,6 +108,21 @@ def test_grub_dropin_intel() -> None:
         "intel_idle.max_cstate=0 processor.max_cstate=1 iommu=pt "
         'default_hugepagesz=1G hugepagesz=1G hugepages=0:8,1:8"'
     )
+
+
+@pytest.mark.parametrize(("family", "facts"), [("Debian", DEBIAN), ("Debian", UBUNTU), ("RedHat", ROCKY)])
+def test_node_tools_per_family_include_ethtool(family: str, facts: dict) -> None:
+    """Every node gets ethtool (same package name on Debian/Ubuntu and the RHEL family) from os_tuning: the
+    link-counters check reads `ethtool -S` of the RoCE rails and names this role and tag when it is
+    missing."""
+    from clusterforge.remote.tools import TOOLS
+
+    out = render("os_tuning", family=family, facts=facts, expressions={"p": "{{ os_tuning_packages }}"})
+    assert "ethtool" in out["p"]
+    tool = TOOLS["ethtool"]
+    assert (tool.package, tool.role, tool.tag) == ("ethtool", "os_tuning", "os_tuning_packages")
+    tasks = (PLAYBOOKS / "roles/os_tuning/tasks/main.yml").read_text()
+    assert 'name: "{{ os_tuning_packages }}"' in tasks and "os_tuning_packages]" in tasks
 
 
 @pytest.mark.parametrize("facts", [DEBIAN, UBUNTU, ROCKY])

@@ -339,3 +339,42 @@ def test_link_errors(ibnode: SimNode, node: SimNode, monkeypatch: pytest.MonkeyP
     assert node.read(oos.format(1)).strip() == "0"
     assert node.run("fault", "set", "link-errors", "rate=0")[0] == 2
     assert node.run("fault", "set", "link-errors", "rate=fast")[0] == 2
+
+
+def eth_stats(node: SimNode, netdev: str) -> dict[str, int]:
+    from clusterforge.hw import nic_counters
+
+    return nic_counters.parse_ethtool_stats(node.ok("ethtool", "-S", netdev)).counters
+
+
+def test_pause_storm(simroot: Path, lab_plan: Plan, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ethtool -S of the faulted rail: rx_prio<P>_pause (P: the plan's lossless priority) and the port's
+    pause frames rise with the clock at the fault's rate; the other rails stay quiet; clearing stops the
+    growth (the counters keep their values); a new storm grows on from there. Refusals and the tool's
+    layout: tests/unit/sim/test_ethtool_sim.py."""
+    from clusterforge.lab.sim import pausestorm
+
+    clock = [1000.0]
+    monkeypatch.setattr(pausestorm, "_now", lambda: clock[0])
+    node = SimNode(simroot / "lab", "h100-sxm-8x400g-roce", node="roce-01", plan=lab_plan.doc)
+    netdev = node.state["nics"][1]["netdev"]
+    assert [n["lossless_priority"] for n in node.state["nics"]] == [3] * len(node.state["nics"])
+    node.ok("mlnx_qos", "-i", netdev, "--pfc", "0,0,0,1,0,0,0,0")
+    node.ok("mlnx_qos", "-i", node.state["nics"][0]["netdev"], "--pfc", "0,0,0,1,0,0,0,0")
+    node.fault("pause-storm", rail=1)  # default rate, the plan's priority 3
+    first = eth_stats(node, netdev)
+    clock[0] += 2.0
+    second = eth_stats(node, netdev)
+    assert second["rx_prio3_pause"] - first["rx_prio3_pause"] == 2 * pausestorm.DEFAULT_RATE
+    assert second["rx_pause_ctrl_phy"] - first["rx_pause_ctrl_phy"] == 2 * pausestorm.DEFAULT_RATE
+    assert second["tx_prio3_pause"] == first["tx_prio3_pause"] == 0
+    assert eth_stats(node, node.state["nics"][0]["netdev"])["rx_prio3_pause"] == 0  # the other rails: quiet
+    node.clear("pause-storm")
+    clock[0] += 60
+    held = eth_stats(node, netdev)
+    assert held["rx_prio3_pause"] == second["rx_prio3_pause"]  # stopped, not reset
+    clock[0] += 5
+    assert eth_stats(node, netdev)["rx_prio3_pause"] == held["rx_prio3_pause"]
+    node.fault("pause-storm", rail=1, rate=10)  # again: grows on from what it reached
+    clock[0] += 3
+    assert eth_stats(node, netdev)["rx_prio3_pause"] == held["rx_prio3_pause"] + 30

@@ -44,6 +44,7 @@ HOSTILE = [
 ]
 TOOLS = ["cat", "grep", "ip", "mlnx_qos", "systemctl", "ib_write_bw", "dcgmi", "nvbandwidth"]
 TOOLS += ["all_reduce_perf", "nvidia-smi", "ibstat", "ibv_devinfo", "tuned-adm", "journalctl", "dmesg"]
+TOOLS += ["ethtool"]
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +145,10 @@ def test_shell_needs_one_value_per_hole() -> None:
 # -- every builder, run ----------------------------------------------------------------------------------
 def validator_commands(node: NodeExpect) -> list[str]:
     """Every command the validators build for ``node``: the prefetch lists and the per-check builders."""
-    rdma, perf = validator("rdma"), validator("performance")
+    rdma, perf, lc = validator("rdma"), validator("performance"), validator("link_counters")
     out: list[str] = []
+    # the link-counters check's one `ethtool -S` of every RoCE rail netdev
+    out.append(commands.ethtool_stats_cmd(list(lc.ethtool_ports(node, lc.rail_limits(node, 0)))))
     for area in ("rdma", "os_tuning", "nccl", "inventory", "gpu"):
         out += validator(area).commands(node)
     for r in node.rails:
@@ -171,6 +174,7 @@ def test_validator_commands_keep_values_literal(
     assert ["systemctl", "show", "-p", "UnitFileState,ActiveState,Result", value] in got
     assert ["cat", f"/sys/class/net/{value}/mtu"] in got
     assert ["grep", "-H", "-m1", "", f"/sys/class/infiniband/{value}/ports/1/counters/*"] in got
+    assert ["ethtool", "-S", value] in got
     ib = [c for c in got if c[0] == "ib_write_bw"]
     assert ib and all(c[c.index("-d") + 1] == value and c[c.index("-x") + 1] == value for c in ib)
     # the batched prefetch: one script, every result back under its own command

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from . import klog, linkerr, paths
+from . import klog, linkerr, paths, pausestorm
 from . import state as S
 
 # kind -> (what it does, target parameter, default parameters)
@@ -51,6 +51,12 @@ KINDS: dict[str, tuple[str, str | None, dict[str, Any]]] = {
         "out_of_sequence; rate=N per second); clearing it is the repair: the counter back to its value",
         "rail",
         {"rate": 5},
+    ),
+    "pause-storm": (
+        "a RoCE rail receives PFC pause frames on its lossless priority (ethtool -S rx_prio<P>_pause rises; "
+        "rate=N per second, prio=P overrides the plan's); clearing it stops the growth",
+        "rail",
+        {"rate": int(pausestorm.DEFAULT_RATE)},
     ),
     "slow-gpu": ("lower copy/bus bandwidth of a GPU (PCIe downtrained, HW slowdown)", "gpu", {"factor": 0.6}),
     "slow-nic": ("lower RDMA bandwidth on a rail", "rail", {"factor": 0.7}),
@@ -228,11 +234,12 @@ def set_fault(kind: str, items: list[str]) -> dict[str, Any]:
         tkey = KINDS[kind][1]
         if tkey and not S.targets(st, kind, tkey, count) <= set(range(count)):
             raise FaultError(f"{kind}: {tkey} {params[tkey]} does not exist on this node")
-        if kind == linkerr.KIND:
-            try:
-                linkerr.on_set(st, params, previous)
-            except ValueError as e:
-                raise FaultError(str(e)) from None
+        for hook in (linkerr, pausestorm):
+            if kind == hook.KIND:
+                try:
+                    hook.on_set(st, params, previous)
+                except ValueError as e:
+                    raise FaultError(str(e)) from None
         if kind == "cable-swap" and len(S.targets(st, kind, "rail", count)) != 2:
             raise FaultError(
                 f"cable-swap: rail must name two different rails (rail=I,J), not {params['rail']}"
@@ -274,6 +281,8 @@ def clear_fault(kind: str) -> dict[str, Any]:
                         _sh(["ip", "link", "set", "dev", netdev, "mtu", str(mtu)])
             if k == linkerr.KIND:
                 linkerr.on_clear(st, params)
+            if k == pausestorm.KIND:
+                pausestorm.on_clear(st, params)
             if k == "rail-down":
                 for n in st["nics"]:
                     if n["rail"] in rails:

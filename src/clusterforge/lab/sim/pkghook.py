@@ -29,6 +29,7 @@ DIVERTED = {
     "ib_send_lat": ("/usr/bin/ib_send_lat", "perftest"),
     "rdma": ("/usr/bin/rdma", "iproute2"),
     "dcb": ("/sbin/dcb", "iproute2"),
+    "ethtool": ("/sbin/ethtool", "ethtool"),  # Debian 12 ethtool 1:6.1-1 ships /sbin/ethtool
     "dmesg": ("/bin/dmesg", "util-linux"),
     "update-grub": ("/usr/sbin/update-grub", "grub2-common"),
     "update-grub2": ("/usr/sbin/update-grub2", "grub2-common"),

@@ -216,8 +216,11 @@ def initial_state(plan: dict[str, Any], node_name: str) -> dict[str, Any]:
     software = copy.deepcopy(plan.get("software") or {})
     nics = _nics(node_d, sku, software)
     ends = far_ends(plan, node_d)
+    qos = {int(r["index"]): r.get("qos") or {} for r in (node_d.get("desired") or {}).get("rails") or []}
     for n in nics:
         n["far_end"] = ends.get(int(n["rail"]))
+        # RoCE: the plan's lossless priority (desired state), where a pause-storm fault sends its PFC frames
+        n["lossless_priority"] = qos.get(int(n["rail"]), {}).get("lossless_priority")
     return {
         "schema": SCHEMA,
         "node": {
