@@ -59,8 +59,11 @@ lab-up: venv system-deps ## Stand up the local lab of SPEC
 lab-down: venv ## Remove everything the lab created
 	$(BIN)/clusterforge lab down $(SPEC)
 
-test: venv system-deps collections ## Run every test (unit + lab integration); what CI runs
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: venv system-deps collections ## Run every test (unit on every core, then the lab suite in one process); what CI runs
+	rc=0; \
+	$(BIN)/python -m pytest tests/unit -n auto $(PYTEST_ARGS) || rc=$$?; \
+	$(BIN)/python -m pytest tests/integration $(PYTEST_ARGS) || rc=$$?; \
+	exit $$rc
 
 test-unit: venv ## Unit tests only (no lab)
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)

@@ -57,3 +57,23 @@ def test_rising_counter_fails_its_rail_and_passes_once_cleared(certify_lab: Any,
     for node in FAULTED:
         bad = {cid: c.status for cid, c in again[node].items() if c.status != "pass"}
         assert not bad, (node, bad)
+
+
+def test_pause_storm_on_the_lossless_priority_fails_its_rail(certify_lab: Any, tmp_path: Path) -> None:
+    """A PFC storm (`ethtool -S` rx_prio3_pause rising far above the policy's limit) on one RoCE rail fails
+    that rail with the lossless-path fix; the other RoCE node and rails pass; once it stops, all pass."""
+    from clusterforge.lab.sim.faults import apply
+
+    roce = [n for n in certify_lab.nodes if n.startswith("roce-")]
+    apply(certify_lab.lab, "roce-01", "pause-storm", rail=3)
+    try:
+        got = run_rates(certify_lab, roce, tmp_path / "storm")
+    finally:
+        apply(certify_lab.lab, "roce-01", "pause-storm", clear=True)
+    bad = {n: {cid: c.status for cid, c in got[n].items() if c.status != "pass"} for n in roce}
+    assert bad == {"roce-01": {"link_counters.rates[rail3]": "fail"}, "roce-02": {}}, bad
+    msg = got["roce-01"]["link_counters.rates[rail3]"].message
+    assert re.search(r"rx_prio3_pause \+\d+ in [\d.]+ s = [\d.e+]+/s > limit 100000/s", msg), msg
+    assert "PFC pause frames" in msg and "reseat" not in msg, msg
+    again = run_rates(certify_lab, ["roce-01"], tmp_path / "stopped")
+    assert not {cid: c.status for cid, c in again["roce-01"].items() if c.status != "pass"}
