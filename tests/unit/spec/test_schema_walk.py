@@ -103,6 +103,7 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "software.cuda": (INV, 'sw["cuda"]'),
     "software.nccl": (INV, 'sw["nccl"]'),
     "software.dcgm": (INV, 'sw["dcgm"]'),
+    "software.dcgm_exporter": (SRC + "plan/desired_monitoring.py", 'str(software["dcgm_exporter"])'),
     "software.rdma.stack": (SRC + "plan/desired.py", 'rdma.get("stack")'),
     "software.rdma.version": ("validators/test_software.py", 'str(pin["version"])'),
     "software.nic_firmware": ("validators/test_software.py", 'node.software["nic_firmware"]'),
@@ -192,6 +193,10 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "certification.check_timeout_s": (SRC + "plan/expect.py", 'self.certification.get("check_timeout_s"'),
     "certification.flap_window_hours": (SRC + "pool/admission.py", 'policy.get("flap_window_hours")'),
     "certification.dcgm_level": ("validators/test_performance.py", 'node.certification.get("dcgm_level"'),
+    "certification.health_interval_s": (
+        SRC + "plan/desired_monitoring.py",
+        'int(certification["health_interval_s"])',
+    ),
     # the SKU (catalog entry, or one written inline under `skus`)
     "skus[].name": (SRC + "spec/load.py", ".name"),
     "skus[].node_power_kw": (CHECKS, "skus[p.sku].node_power_kw"),
