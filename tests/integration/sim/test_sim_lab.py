@@ -188,6 +188,10 @@ def test_fault_visible_and_cleared(pair: tuple[Node, Node], kind: str) -> None:
     ctr = f"/sys/class/infiniband/{rail.hca}/ports/1/" + (
         "counters/symbol_error" if rail.link_layer == "InfiniBand" else "hw_counters/out_of_sequence"
     )
+    if kind == "pause-storm" and rail.link_layer != "Ethernet":
+        pytest.skip("a PFC storm is a RoCE rail's fault")
+    qos = a.plan.raw["desired"]["rails"][1]["qos"] if rail.link_layer == "Ethernet" else {}
+    pause = f"ethtool -S {rail.netdev} | sed -n 's/^ *rx_prio{qos.get('lossless_priority')}_pause: //p'"
     checks = {
         "gpu-missing": ("nvidia-smi -q", lambda o: ns.parse_q(o).attached_gpus < len(a.rails)),
         "row-remap-pending": (
@@ -211,6 +215,10 @@ def test_fault_visible_and_cleared(pair: tuple[Node, Node], kind: str) -> None:
         "mtu-reverted": (f"cat /sys/class/net/{rail.netdev}/mtu", lambda o: o.strip() == "1500"),
         "link-errors": (  # two reads 2 s apart differ while the fault is active
             f'a=$(cat {ctr}); sleep 2; b=$(cat {ctr}); [ "$b" -gt "$a" ] && echo rising || echo flat',
+            lambda o: o.strip() == "rising",
+        ),
+        "pause-storm": (  # the lossless priority's pause counter rises between two reads
+            f'a=$({pause}); sleep 2; b=$({pause}); [ "$b" -gt "$a" ] && echo rising || echo flat',
             lambda o: o.strip() == "rising",
         ),
         "slow-gpu": (
