@@ -222,7 +222,9 @@ def test_rates(node: NodeExpect, probe: Probe, rail: int) -> None:
     port = f"{r.hca}/{r.port}"
     where = f"{SYSFS}/{r.hca}/ports/{r.port}"
     eth_judged = sorted(k for k, v in judged.items() if v.read == ETHTOOL)
-    eth_error = s.eth_missing or s.eth_errors.get(port, "") if port in ports.values() else ""
+    eth_error = ""  # why this rail's ethtool counters were not read ("" = read, or none asked)
+    if port in ports.values():
+        eth_error = s.eth_missing or s.eth_errors.get(port, "")
     if port not in s.first and port not in s.second:
         raise CheckError(f"rail {rail}: no counters readable in {where}/{{{','.join(_dirs(lim))}}}")
     unreadable = sorted(set(s.unreadable.get(port, [])) & set(judged))

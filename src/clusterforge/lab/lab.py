@@ -114,15 +114,11 @@ class Lab:
                 if node.supervisor_pid(node.NodePaths(f.parent)) is None:
                     continue
                 theirs = labplan.node_of(other.name, json.loads(f.read_text()))
-                clash = sorted(
-                    a
-                    for bridge, a in (labplan.l2_identity(theirs) if theirs else set())
-                    if (bridge, a) in mine
-                )
+                clash = sorted(p for p in (labplan.l2_identity(theirs) if theirs else set()) if p in mine)
                 if clash:
-                    ours = mine[next(p for p in mine if p[1] == clash[0])]
                     raise LabError(
-                        f"{other.name}/{f.parent.name} runs with {', '.join(clash)}, as this plan's {ours}: "
+                        f"{other.name}/{f.parent.name} runs with {', '.join(a for _, a in clash)}, as this "
+                        f"plan's {mine[clash[0]]}: "
                         f"stop that lab first (clusterforge lab down --plan ...) or give the nodes other "
                         f"addresses and ordinals"
                     )

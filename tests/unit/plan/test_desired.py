@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from clusterforge.plan import desired as D
+from clusterforge.plan.desired_monitoring import monitoring_input
 from clusterforge.plan.expect import DESIRED_VERSION as READ_VERSION
+from clusterforge.spec.model import Certification, Software
+
+# The spec defaults of what the monitoring state reads (dcgm_exporter, health_interval_s)
+DEFAULT_PINS = monitoring_input(
+    {"dcgm_exporter": Software.model_fields["dcgm_exporter"].default},
+    {"health_interval_s": Certification.model_fields["health_interval_s"].default},
+)
 
 INTEL = {"cpu": {"vendor": "intel", "numa_nodes": 2}}
 
@@ -108,8 +116,7 @@ def tuning(**kw: Any) -> dict[str, Any]:
     ],
 )
 def test_kernel_cmdline(sku: dict[str, Any], t: dict[str, Any], expected: list[str]) -> None:
-    pins = {"dcgm_exporter": "4.5.0", "health_interval_s": 300}
-    assert D.node_desired(sku, t, [], monitoring=pins)["kernel"]["cmdline"] == expected
+    assert D.node_desired(sku, t, [], monitoring=DEFAULT_PINS)["kernel"]["cmdline"] == expected
 
 
 def test_per_numa_split_is_count_over_numa_nodes() -> None:

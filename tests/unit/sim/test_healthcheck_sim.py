@@ -10,9 +10,16 @@ from typing import Any
 from clusterforge.checks.node_policy import node_policy
 from clusterforge.health import nodecheck
 from clusterforge.lab.sim import dcgm_exporter
-from clusterforge.plan.desired_monitoring import monitoring_desired
+from clusterforge.plan.desired_monitoring import monitoring_desired, monitoring_input
+from clusterforge.spec.model import Certification, Software
 
 from .conftest import SimNode
+
+# The spec defaults of what the monitoring state reads (dcgm_exporter, health_interval_s)
+DEFAULT_PINS = monitoring_input(
+    {"dcgm_exporter": Software.model_fields["dcgm_exporter"].default},
+    {"health_interval_s": Certification.model_fields["health_interval_s"].default},
+)
 
 
 class Node:
@@ -22,8 +29,7 @@ class Node:
         self.sim, self.slurm_state, self.calls = sim, "IDLE", []  # type: list[list[str]]
         sku = sim.plan["skus"][sim.sku]
         rails = sim.plan["nodes"][0]["rails"]
-        pins = {"dcgm_exporter": "4.5.0", "health_interval_s": 300}
-        self.cfg: dict[str, Any] = {**monitoring_desired(sku, rails, pins)["health"], **node_policy()}
+        self.cfg: dict[str, Any] = {**monitoring_desired(sku, rails, DEFAULT_PINS)["health"], **node_policy()}
         self.cfg["state_dir"] = "/var/lib/clusterforge/health"
         for r in rails:
             self.link(r["netdev"], "up", 2)
