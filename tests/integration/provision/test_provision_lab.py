@@ -197,6 +197,7 @@ def test_hand_changes_are_named_by_check_diff_and_restored(provisioned_lab: Any)
         for host, _, drifted, _ in changes:  # --check changed nothing
             sh(p, host, drifted)
         real = run_playbook("site.yml", p.inventory, limit=",".join(hosts), env=env)
+        assert not real.failed_hosts, {h.host: f"{h.failed_task}: {h.message}" for h in real.failed_hosts}
         for host in hosts:
             expected = [e for h, _, _, es in changes if h == host for e in es]
             assert sorted(_changed(real, host)) == sorted(_changed(check, host)), (

@@ -111,10 +111,23 @@ def meminfo(st: dict[str, Any], host: str) -> str:
 
 
 def write_in_place(path: str, text: str) -> None:
+    """New contents in the same inode (a bind mount may point at it), never truncated first: the new bytes
+    go over the old ones in one write and only then is the file cut to length, so a reader (a validator
+    parsing /proc/meminfo while kerneld refreshes it) never sees it empty. Nothing written when unchanged."""
     target = paths.p(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "w") as f:  # keep the inode: a bind mount may point at it
-        f.write(text)
+    data = text.encode()
+    try:
+        if target.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
 
 
 def proc_views(st: dict[str, Any]) -> None:

@@ -43,7 +43,7 @@ def _read(nic: dict[str, Any]) -> int:
 def _write(nic: dict[str, Any], value: int) -> None:
     f = counter_file(nic)
     if f.parent.is_dir():  # the HCA's view exists (rendered at boot)
-        f.write_text(f"{value}\n")
+        paths.replace_text(f, f"{value}\n")  # rewritten every tick: a reader never sees it empty
 
 
 def rate(params: dict[str, Any]) -> float:

@@ -40,6 +40,24 @@ def read(path: str, default: str = "") -> str:
         return default
 
 
+def replace_text(target: Path, text: str) -> None:
+    """Give a simulated kernel file new contents the way the kernel does: a reader sees the old value or the
+    new one, never an empty file (write beside it, then rename over it; nothing written when unchanged).
+    Where no file can be made beside it (a read-only or real kernel directory), it is written in place."""
+    try:
+        if target.read_text() == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    tmp = target.with_name(f".{target.name}.cf-new")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, target)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        target.write_text(text)
+
+
 def write(path: str, text: str, mode: int | None = None) -> None:
     target = p(path)
     target.parent.mkdir(parents=True, exist_ok=True)

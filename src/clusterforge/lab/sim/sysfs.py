@@ -91,7 +91,7 @@ ACPI_IDLE = [
 def put(path: str | Path, value: object) -> None:
     target = path if isinstance(path, Path) else paths.p(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(f"{value}\n")
+    paths.replace_text(target, f"{value}\n")  # refreshed every tick: readers never see it empty
 
 
 def rate_text(st: dict[str, Any], nic: dict[str, Any]) -> str:
@@ -377,4 +377,4 @@ def normalize_thp() -> None:
         if "[" in text or not text:
             continue
         cur = text if text in choices else "madvise"
-        f.write_text(" ".join(f"[{c}]" if c == cur else c for c in choices) + "\n")
+        paths.replace_text(f, " ".join(f"[{c}]" if c == cur else c for c in choices) + "\n")
