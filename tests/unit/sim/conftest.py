@@ -81,6 +81,7 @@ class SimNode:
         self.sku = sku
         self.node = node
         self.plan = plan if plan is not None else make_plan(sku)
+        (root / "dev").mkdir(parents=True, exist_ok=True)  # a node's /dev (a fresh tmpfs at each boot)
         with self.env():
             S.save(S.initial_state(self.plan, node))
             self.install("nvidia-driver", DRIVER)
@@ -137,8 +138,9 @@ class SimNode:
         """What a node reboot does: /run is a fresh tmpfs, then the boot unit runs."""
         with self.env():
             shutil.rmtree(paths.p(paths.RUN), ignore_errors=True)
-            for d in ("sys", "proc"):
+            for d in ("sys", "proc", "dev"):
                 shutil.rmtree(paths.p(f"/{d}"), ignore_errors=True)
+            paths.p("/dev").mkdir()
         self.boot()
 
     def services_up(self) -> None:

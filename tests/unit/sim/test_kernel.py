@@ -83,6 +83,27 @@ def test_modules(node: SimNode) -> None:
     assert rc == 1 and "not found" in err
 
 
+def _dev(node: SimNode) -> list[str]:
+    return sorted(f.name for f in (node.root / "dev").glob("nvidia*"))
+
+
+def test_gpu_device_nodes_follow_the_driver_and_the_gpus_it_found(node: SimNode) -> None:
+    """What gres.conf's File=/dev/nvidiaN lines stat: one node per GPU found when the driver loaded."""
+    gpus = [f"nvidia{i}" for i in range(len(node.state["gpus"]))]
+    assert _dev(node) == sorted([*gpus, "nvidia-uvm", "nvidia-uvm-tools", "nvidiactl"])
+    node.fault("gpu-missing", gpu=3)
+    assert "nvidia3" in _dev(node)  # lost while loaded: its node stays until the driver loads again
+    node.reboot()
+    assert "nvidia3" not in _dev(node) and "nvidia2" in _dev(node) and "nvidiactl" in _dev(node)
+    node.clear("gpu-missing")
+    node.reboot()
+    node.ok("rmmod", "nvidia_uvm")
+    assert _dev(node) == sorted([*gpus, "nvidiactl"])
+    node.install("nvidia-driver", None)
+    node.reboot()
+    assert _dev(node) == []  # no driver, no device nodes
+
+
 def test_rdma_views(node: SimNode, ibnode: SimNode) -> None:
     ecn = "/sys/class/net/enp24s0np0/ecn"  # a symlink into the /sys/devices/virtual/net overlay on a node
     assert node.read("/sys/devices/virtual/net/enp24s0np0/ecn/roce_np/enable/3").strip() == "0"

@@ -111,23 +111,10 @@ def meminfo(st: dict[str, Any], host: str) -> str:
 
 
 def write_in_place(path: str, text: str) -> None:
-    """New contents in the same inode (a bind mount may point at it), never truncated first: the new bytes
-    go over the old ones in one write and only then is the file cut to length, so a reader (a validator
-    parsing /proc/meminfo while kerneld refreshes it) never sees it empty. Nothing written when unchanged."""
+    """A bind-mounted view's new contents, in the same inode and never seen empty (paths.overwrite)."""
     target = paths.p(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    data = text.encode()
-    try:
-        if target.read_bytes() == data:
-            return
-    except OSError:
-        pass
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        os.pwrite(fd, data, 0)
-        os.ftruncate(fd, len(data))
-    finally:
-        os.close(fd)
+    paths.overwrite(target, text)
 
 
 def proc_views(st: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 from typing import Any
 
@@ -128,8 +129,9 @@ def sync_views(st: dict[str, Any]) -> None:
     host = paths.read(HOST_MODULES)
     src = paths.p(PROC_MODULES_SRC)
     src.parent.mkdir(parents=True, exist_ok=True)
-    with open(src, "w") as f:  # same inode: the bind mount over /proc/modules stays valid
-        f.write("".join(line + "\n" for line in lines) + host)
+    # same inode (the bind mount over /proc/modules stays valid), never seen empty
+    paths.overwrite(src, "".join(line + "\n" for line in lines) + host)
+    device_nodes(st)
     sysmod = paths.p("/sys/module")
     if not sysmod.is_dir():
         return
@@ -140,6 +142,43 @@ def sync_views(st: dict[str, Any]) -> None:
                 _module_dir(st, name, d)
         elif (d / "initstate").exists() and not os.path.ismount(d):
             shutil.rmtree(d, ignore_errors=True)
+
+
+NVIDIA_MAJOR = 195  # the kernel's devices.txt: 195 char "Nvidia graphics devices" (nvidiactl = minor 255)
+UVM_MAJOR = 508  # dynamic on a real kernel; the one the simulated nvidia-uvm announces
+
+
+def device_nodes(st: dict[str, Any]) -> None:
+    """/dev/nvidia<N> for each GPU the driver found, /dev/nvidiactl, /dev/nvidia-uvm{,-tools}, as the driver
+    packages' udev rules (nvidia-modprobe) create them when the modules load, and gone once unloaded. A GPU
+    that falls off the bus keeps its node until the next load; one missing at load gets none (Slurm's
+    gres.conf `File=` then finds one fewer). Outside a node (a test root) plain files stand for them."""
+    mods = S.modules_loaded(st)
+    want: dict[str, tuple[int, int]] = {}
+    if "nvidia" in mods:
+        want["nvidiactl"] = (NVIDIA_MAJOR, 255)
+        want.update({f"nvidia{g['index']}": (NVIDIA_MAJOR, int(g["index"])) for g in S.visible_gpus(st)})
+    if "nvidia_uvm" in mods:
+        want.update({"nvidia-uvm": (UVM_MAJOR, 0), "nvidia-uvm-tools": (UVM_MAJOR, 1)})
+    dev = paths.p("/dev")
+    if not dev.is_dir():
+        return
+    for f in dev.glob("nvidia*"):
+        gpu_or_ctl = f.name == "nvidiactl" or f.name.removeprefix("nvidia").isdigit()
+        if (gpu_or_ctl and "nvidia" not in mods) or (f.name.startswith("nvidia-uvm") and f.name not in want):
+            f.unlink(missing_ok=True)  # the module is gone (a GPU lost while loaded keeps its node)
+    for name, (major, minor) in want.items():
+        f = dev / name
+        if f.exists():
+            continue
+        try:
+            if paths.in_node():
+                os.mknod(f, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+                os.chmod(f, 0o666)
+            else:
+                f.write_text("")
+        except OSError as e:  # not root (nvidia-modprobe is setuid root): the next root load makes it
+            sys.stderr.write(f"nvidia-modprobe: cannot create {f}: {e.strerror}\n")
 
 
 def _module_dir(st: dict[str, Any], name: str, d: Any) -> None:

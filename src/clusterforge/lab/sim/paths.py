@@ -58,6 +58,24 @@ def replace_text(target: Path, text: str) -> None:
         target.write_text(text)
 
 
+def overwrite(target: Path, text: str) -> None:
+    """New contents in the same inode (a bind mount may point at it), never truncated first: the new bytes
+    go over the old ones in one write and only then is the file cut to length, so a reader (a validator
+    parsing /proc/meminfo while kerneld refreshes it) never sees it empty. Nothing written when unchanged."""
+    data = text.encode()
+    try:
+        if target.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
+
+
 def write(path: str, text: str, mode: int | None = None) -> None:
     target = p(path)
     target.parent.mkdir(parents=True, exist_ok=True)
