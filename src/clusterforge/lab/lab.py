@@ -196,9 +196,11 @@ class Lab:
         )
 
     def down(self) -> None:
-        """Stop every node of this cluster (also ones the plan no longer lists) and the infrastructure."""
+        """Stop every node of this cluster (also ones the plan no longer lists) and the infrastructure; the
+        controller forgets the cluster's nodes (drain reasons, states), as for a cluster taken down."""
         self.nodes_down(self._known_nodes())
         self.infra_down()
+        self.slurm.forget()
 
     def _known_nodes(self) -> list[LabNode]:
         out = {n.name: n for n in self.plan.nodes}

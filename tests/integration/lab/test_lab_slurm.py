@@ -1,5 +1,6 @@
 """The host's slurmctld sees every lab node once provisioned (the slurm_node role installs slurmd and munge:
-a pristine node has neither); drain/resume and srun work."""
+a pristine node has neither); drain/resume and srun work; every node's GPUs are Slurm GRES from the plan's
+gres.conf (the text the controller serves configless slurmd is the one the slurm_node role installs)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 pytestmark = pytest.mark.lab
-DOWN = {"down", "unk", "fail", "failg", "npc", "boot", "futr"}
+DOWN = {"down", "unk", "fail", "failg", "npc", "boot", "futr", "inval"}  # inval: registration refused
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +94,42 @@ def test_srun_on_two_nodes(slurm_lab: Any) -> None:
     pool = next(p for p, members in lab.plan.pools.items() if pair[0] in members)
     out = _slurm(lab, "srun", "-p", pool, "-N2", "-w", ",".join(pair), "-D", "/tmp", "hostname")
     assert sorted(out.split()) == sorted(pair)
+
+
+def test_gpus_are_gres_from_the_plans_gres_conf(slurm_lab: Any) -> None:
+    """slurmd registered every node's GPUs (the /dev/nvidiaN files gres.conf names exist once the driver
+    is loaded); configless slurmd got the controller's gres.conf, the same text the role put on the node;
+    a job asking for two GPUs gets the first two."""
+    from clusterforge.plan.slurm_files import node_gres, render_gres_conf
+
+    lab = slurm_lab
+    doc = lab.plan.raw
+    text = render_gres_conf(doc)
+    for n in doc["nodes"]:
+        shown = _slurm(lab, "scontrol", "show", "node", n["name"])
+        assert f"Gres={node_gres(doc, n)}" in shown.split(), shown
+        assert "State=INVAL" not in shown and "count reported lower" not in shown, shown
+        for path in ("/run/slurm/conf/gres.conf", "/etc/slurm/gres.conf"):
+            r = lab.exec(n["name"], ["cat", path], timeout=30)
+            assert r.returncode == 0 and r.stdout == text, f"{n['name']}:{path}: {r.stderr or r.stdout[:300]}"
+    idle = _idle(lab)
+    if not idle:
+        pytest.skip("no idle node to run a GPU job on (other tests hold them)")
+    node = next(n for n in doc["nodes"] if n["name"] == idle[0])
+    pool = next(p for p, members in lab.plan.pools.items() if node["name"] in members)
+    two = node_gres(doc, node).rsplit(":", 1)[0] + ":2"
+    out = _slurm(
+        lab,
+        "srun",
+        "-p",
+        pool,
+        "-w",
+        node["name"],
+        f"--gres={two}",
+        "-D",
+        "/tmp",
+        "sh",
+        "-c",
+        "echo $CUDA_VISIBLE_DEVICES",
+    )
+    assert out.split() == ["0,1"], out
