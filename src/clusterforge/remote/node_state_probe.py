@@ -11,6 +11,7 @@ null = absent. A tool that is missing or fails is an entry in `errors`, never an
 
 from __future__ import annotations
 
+import fnmatch
 import grp
 import hashlib
 import json
@@ -56,8 +57,8 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 
 def read_packages(names: list[str], errors: list[str]) -> dict[str, Any]:
-    """name -> {version, hold} or None (not installed). dpkg: hold from the selection state; rpm: the
-    version only (a dnf versionlock is not read here)."""
+    """name -> {version, hold} or None (not installed). dpkg: hold from the selection state; rpm: hold =
+    a dnf versionlock entry holds the installed version (None where the lock list cannot be read)."""
     out: dict[str, Any] = dict.fromkeys(names)
     if not names:
         return out
@@ -74,13 +75,59 @@ def read_packages(names: list[str], errors: list[str]) -> dict[str, Any]:
                 out[parts[0]] = {"version": parts[1], "hold": parts[2][:1] == "h"}
         return out
     if shutil.which("rpm"):
+        locks = read_versionlock(errors)
+        qf = "%{EPOCHNUM}:%{VERSION}-%{RELEASE}\t%{ARCH}\n"
         for name in names:
-            rc, text, _ = _run(["rpm", "-q", "--qf", "%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n", "--", name])
-            if rc == 0 and text.strip():
-                out[name] = {"version": text.strip().splitlines()[-1], "hold": None}
+            rc, text, _ = _run(["rpm", "-q", "--qf", qf, "--", name])
+            lines = [line.split("\t") for line in text.strip().splitlines()]
+            if rc == 0 and lines and len(lines[-1]) == 2:
+                evr, arch = lines[-1]
+                hold = None if locks is None else locked(locks, name, evr, arch)
+                out[name] = {"version": evr, "hold": hold}
         return out
     errors.append("neither dpkg-query nor rpm found: packages not read")
     return out
+
+
+VERSIONLOCK_CONF = "/etc/dnf/plugins/versionlock.conf"
+VERSIONLOCK_LIST = "/etc/dnf/plugins/versionlock.list"  # dnf 4's default `locklist`
+
+
+def read_versionlock(errors: list[str]) -> list[str] | None:
+    """The dnf versionlock plugin's lock list (dnf 4, RHEL/Rocky 9): its lines, or None where it cannot be
+    known (an error says why). No plugin configured or no list file: no package is locked ([])."""
+    path = VERSIONLOCK_LIST
+    try:
+        with open(VERSIONLOCK_CONF, encoding="utf-8") as f:
+            for line in f:
+                key, sep, value = line.partition("=")
+                if sep and key.strip() == "locklist" and value.strip():
+                    path = value.strip()
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        errors.append(f"{VERSIONLOCK_CONF}: {e.strerror or e}: holds not read")
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        errors.append(f"{path}: {e.strerror or e}: holds not read")
+        return None
+
+
+def locked(locks: list[str], name: str, evr: str, arch: str) -> bool:
+    """Whether the installed `name` (epoch:version-release, arch) is held by a lock list entry. Entries are
+    NEVRA globs as `dnf versionlock add` writes them (`name-epoch:version-release.*`); `!` entries exclude
+    versions and hold nothing. Epoch 0 may be written or left out."""
+    candidates = [f"{name}-{evr}.{arch}"]
+    if evr.startswith("0:"):
+        candidates.append(f"{name}-{evr[2:]}.{arch}")
+    return any(
+        fnmatch.fnmatchcase(c, entry) for entry in locks if not entry.startswith("!") for c in candidates
+    )
 
 
 def read_services(units: list[str], errors: list[str]) -> dict[str, dict[str, str]]:

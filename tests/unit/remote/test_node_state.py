@@ -75,3 +75,67 @@ def test_parse_refuses_what_is_not_a_state() -> None:
     for text in ("", "hello\n", json.dumps({"files": []}), json.dumps({"files": {}, "packages": {}})):
         with pytest.raises(ValueError):
             parse(text)
+
+
+def _fake_rpm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lock_list: Path) -> None:
+    """A RHEL node's view: `rpm` (no dpkg-query) on PATH and dnf's versionlock plugin configured."""
+    from clusterforge.remote import node_state_probe as probe
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir(exist_ok=True)
+    rpm = bin_ / "rpm"
+    rpm.write_text(
+        "#!/bin/sh\n"
+        "for a; do name=$a; done\ncase $name in\n"
+        "  nvidia-driver) printf '3:570.133.20-1.el9\\tx86_64\\n' ;;\n"
+        "  datacenter-gpu-manager) printf '1:4.2.3-1\\tx86_64\\n' ;;\n"
+        "  perftest) printf '0:4.5-12.el9\\tx86_64\\n' ;;\n"
+        '  *) echo "package $name is not installed"; exit 1 ;;\nesac\n'
+    )
+    rpm.chmod(0o755)
+    conf = tmp_path / "versionlock.conf"
+    conf.write_text(f"[main]\nenabled = 1\nlocklist = {lock_list}\n")
+    monkeypatch.setenv("PATH", str(bin_))
+    monkeypatch.setattr(probe, "VERSIONLOCK_CONF", str(conf))
+
+
+def test_rpm_holds_are_dnf_versionlock_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entries as `dnf versionlock add` and community.general.dnf_versionlock write them
+    (`name-epoch:version-release.*`, `!` for an excluded version; the module's `locklist_entry`)."""
+    from clusterforge.remote import node_state_probe as probe
+
+    locks = tmp_path / "versionlock.list"
+    locks.write_text(
+        "# Added lock on Fri Nov 27 09:40:00 2026\n"
+        "nvidia-driver-3:570.133.20-1.el9.*\n"
+        "!datacenter-gpu-manager-1:4.2.3-1.*\n"
+        "perftest-4.5-12.el9.*\n"
+    )
+    _fake_rpm(tmp_path, monkeypatch, locks)
+    errors: list[str] = []
+    got = probe.read_packages(["nvidia-driver", "datacenter-gpu-manager", "perftest", "absent"], errors)
+    assert got == {
+        "nvidia-driver": {"version": "3:570.133.20-1.el9", "hold": True},
+        "datacenter-gpu-manager": {"version": "1:4.2.3-1", "hold": False},  # excluded, not held
+        "perftest": {"version": "0:4.5-12.el9", "hold": True},  # epoch 0 left out of the entry
+        "absent": None,
+    }
+    assert errors == []
+    locks.write_text("nvidia-driver-3:570.124.06-1.el9.*\n")  # another version locked: this one is not
+    assert probe.read_packages(["nvidia-driver"], errors)["nvidia-driver"]["hold"] is False
+
+
+def test_rpm_holds_unknown_when_the_lock_list_cannot_be_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterforge.remote import node_state_probe as probe
+
+    unreadable = tmp_path / "locks.d"
+    unreadable.mkdir()  # a directory: open() fails, so holds are unknown (None), never "not held"
+    _fake_rpm(tmp_path, monkeypatch, unreadable)
+    errors: list[str] = []
+    got = probe.read_packages(["nvidia-driver"], errors)
+    assert got["nvidia-driver"] == {"version": "3:570.133.20-1.el9", "hold": None}
+    assert errors and "holds not read" in errors[0]
+    _fake_rpm(tmp_path, monkeypatch, tmp_path / "no-such.list")  # plugin without a list: nothing locked
+    assert probe.read_packages(["nvidia-driver"], [])["nvidia-driver"]["hold"] is False
