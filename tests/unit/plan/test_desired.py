@@ -109,7 +109,8 @@ def tuning(**kw: Any) -> dict[str, Any]:
 )
 def test_kernel_cmdline(sku: dict[str, Any], t: dict[str, Any], expected: list[str]) -> None:
     pins = {"dcgm_exporter": "4.5.0", "health_interval_s": 300}
-    assert D.node_desired(sku, t, [], monitoring=pins)["kernel"]["cmdline"] == expected
+    sku = {**sku, "name": "s", "compute_nics": {"link_layer": "InfiniBand"}}
+    assert D.node_desired(sku, t, [], monitoring=pins, link_counters={})["kernel"]["cmdline"] == expected
 
 
 def test_per_numa_split_is_count_over_numa_nodes() -> None:
