@@ -1,6 +1,8 @@
 """Rail link health as RATES: each rail's link-health counters read twice a window apart and judged by
-`clusterforge.fabric.counters` (counter_policy.yaml: limits per fabric type and SKU, the window) with the
-node's fabric type, SKU and, on RoCE, the rail's lossless priority from the plan's desired state.
+`clusterforge.fabric.counters` against the limits and window of the node's desired state (plan.json
+`desired.link_counters`: the counter policy merged with the spec's `certification.link_counters`, compiled
+once by the plan), per-priority names at the rail's lossless priority (the rail's desired `qos`). A plan.json
+without that section (compiled before it existed) is an error naming the fix: re-run `clusterforge plan`.
 
 A counter that rose faster than its limit fails the rail (a cable, optic or switch port taking errors now,
 or a PFC storm / loss on the lossless priority, which an absolute count since boot cannot tell from old
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from typing import Any
 
 import pytest
 
@@ -170,13 +173,54 @@ def sample(probe: Probe, dirs: list[str], window: float, ports: dict[str, str] |
     return got
 
 
+REPLAN = "re-run `clusterforge plan` (it compiles the limits into each node's desired state), then certify"
+
+
+def desired_counters(node: NodeExpect) -> dict[str, Any]:
+    """The node's compiled link-counter limits and window (plan.json `desired.link_counters`); an error
+    naming the fix when the plan predates them."""
+    try:
+        section = node.desired.get("link_counters")
+    except KeyError as exc:
+        raise CheckError(str(exc.args[0]) if exc.args else str(exc)) from None  # no desired state at all
+    if (
+        not isinstance(section, dict)
+        or not isinstance(section.get("limits"), dict)
+        or "window_s" not in section
+    ):
+        raise CheckError(
+            f"plan.json has no link-counter limits in {node.name}'s desired state (`desired.link_counters`, "
+            f"a plan compiled before they were): {REPLAN}"
+        )
+    return section
+
+
+def window(node: NodeExpect) -> float:
+    """Seconds between the two readings: the node's desired `link_counters.window_s`."""
+    value = desired_counters(node)["window_s"]
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = 0.0
+    if not seconds > 0:
+        raise CheckError(
+            f"plan.json link_counters.window_s of {node.name} is {value!r}, not a positive number"
+        )
+    return seconds
+
+
 def rail_limits(node: NodeExpect, rail: int) -> dict[str, counters.Limit]:
-    """The policy's limits for this node's fabric type and SKU; RoCE names at the rail's lossless priority
-    (plan.json desired state)."""
+    """The node's compiled limits (plan.json desired state); RoCE names at the rail's lossless priority."""
+    section = desired_counters(node)
     prio = 3
     if node.roce:
         prio = int(node.rail_desired(rail)["qos"]["lossless_priority"])
-    return counters.limits(node.fabric_type, node.sku_name, lossless_prio=prio)
+    try:
+        return counters.from_desired(section, prio)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckError(
+            f"plan.json link_counters of {node.name} not understood ({exc!r}): {REPLAN}"
+        ) from None
 
 
 def _far_end(node: NodeExpect, r: Rail) -> str:
@@ -218,7 +262,7 @@ def test_rates(node: NodeExpect, probe: Probe, rail: int) -> None:
     if not any(v.read in SYSFS_DIRS for v in judged.values()):
         raise CheckError(f"the counter policy names no sysfs counter for {node.fabric_type}")
     ports = ethtool_ports(node, lim)
-    s = sample(probe, _dirs(lim), counters.window_s(node.sku_name), ports)
+    s = sample(probe, _dirs(lim), window(node), ports)
     port = f"{r.hca}/{r.port}"
     where = f"{SYSFS}/{r.hca}/ports/{r.port}"
     eth_judged = sorted(k for k, v in judged.items() if v.read == ETHTOOL)

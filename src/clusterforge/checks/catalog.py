@@ -154,7 +154,8 @@ VALIDATORS: tuple[Check, ...] = (
     _v(
         "link_counters.rates",
         "rail link-health counters (IB port counters, RoCE hw_counters and ethtool -S pause/discards on the "
-        "lossless priority) not rising faster than the policy's limits over a window (counter_policy.yaml)",
+        "lossless priority) not rising faster than the node's limits over a window (plan.json desired "
+        "link_counters: counter_policy.yaml and the spec's certification.link_counters)",
         tiers=("full",),
         remedies=("service",),
         ticket="cable",

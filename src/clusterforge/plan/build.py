@@ -17,6 +17,7 @@ from typing import Any
 from clusterforge.errors import InputError
 from clusterforge.plan.addressing import Allocator, mac_parts, management_ips
 from clusterforge.plan.desired import netdev_mtu, node_desired
+from clusterforge.plan.desired_counters import counters_input
 from clusterforge.plan.desired_monitoring import monitoring_input
 from clusterforge.plan.desired_storage import storage_input
 from clusterforge.plan.digest import canonical_json, sha256_of
@@ -204,7 +205,9 @@ def build_plan(spec: Spec) -> Plan:
     skus = _skus(spec)
     tuning = _tuning(spec)
     software = c.software.model_dump(mode="json")
-    monitoring_in = monitoring_input(software, c.certification.model_dump(mode="json"))
+    certification = c.certification.model_dump(mode="json")
+    monitoring_in = monitoring_input(software, certification)
+    counters_in = counters_input(certification)
     names = [s.name for s in slots]
     mgmt = management_ips(c, names)
     storage = Allocator(c.addressing.storage, c.addressing.reserved) if c.addressing.storage else None
@@ -290,7 +293,15 @@ def build_plan(spec: Spec) -> Plan:
             "rails": rails,
         }
         if pool.sku not in desired:  # a function of the SKU (its rails, CPU) and the tuning: compiled once
-            d = node_desired(skus[pool.sku], tuning, rails, software, storage_in, monitoring=monitoring_in)
+            d = node_desired(
+                skus[pool.sku],
+                tuning,
+                rails,
+                software,
+                storage_in,
+                monitoring=monitoring_in,
+                link_counters=counters_in,
+            )
             desired[pool.sku] = (d, sha256_of(d))
         node["desired"], desired_digest = desired[pool.sku]
         bmc = node["bmc"]

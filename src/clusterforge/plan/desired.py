@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from clusterforge.plan.desired_counters import counters_desired
 from clusterforge.plan.desired_fabric import lldp_desired
 from clusterforge.plan.desired_monitoring import monitoring_desired
 from clusterforge.plan.desired_storage import storage_desired
@@ -202,11 +203,13 @@ def node_desired(
     storage: dict[str, Any] | None = None,
     *,
     monitoring: Mapping[str, Any],
+    link_counters: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The desired state of a node of ``sku`` (the plan's SKU entry) with ``rails`` (its plan rails, or the
     SKU's rails: only index, netdev, hca, port and link_layer are read) under the cluster's ``tuning`` and
     ``software`` pins (only ``software.rdma`` is read); ``storage``: desired_storage.storage_input;
-    ``monitoring``: desired_monitoring.monitoring_input."""
+    ``monitoring``: desired_monitoring.monitoring_input; ``link_counters``: desired_counters.counters_input
+    (the SKU entry's name and compute NICs' link layer are read with it)."""
     vendor = cpu_vendor(sku)
     hp = hugepages(tuning, numa_nodes(sku))
     qos = roce_qos(tuning)  # once: the RoCE rails and lossless storage NICs carry this same policy
@@ -236,4 +239,5 @@ def node_desired(
         "lldp": lldp_desired(sku, rails),
         "monitoring": monitoring_desired(sku, rails, monitoring),
         "storage": storage_desired(sku, storage, qos),
+        "link_counters": counters_desired(sku, link_counters),
     }

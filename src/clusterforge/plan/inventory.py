@@ -73,8 +73,11 @@ def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[st
         "clusterforge_pool_manager": d["pool_manager"],
         "clusterforge_software": sw,
         "clusterforge_tuning": t,
-        # threshold overrides are already merged into each SKU's clusterforge_sku_spec (group_vars/sku_*.yml)
-        "clusterforge_certification": {k: v for k, v in d["certification"].items() if k != "thresholds"},
+        # threshold overrides are already merged into each SKU's clusterforge_sku_spec (group_vars/sku_*.yml),
+        # link-counter limits compiled into each SKU's clusterforge_desired
+        "clusterforge_certification": {
+            k: v for k, v in d["certification"].items() if k not in ("thresholds", "link_counters")
+        },
         "clusterforge_rollout_serial": d["rollout"]["serial"],
         "clusterforge_rollout_max_fail_percentage": d["rollout"]["max_fail_percentage"],
         # kernel command line, hugepages, C-states, governor, THP, sysctls, limits, services, ACS, the RDMA

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from clusterforge.errors import Problem
 from clusterforge.spec import doca
 from clusterforge.spec.checks_cabling import cabling_checks
+from clusterforge.spec.checks_counters import counter_checks
 from clusterforge.spec.checks_net import Bad, addressing_checks, fabric_checks
 from clusterforge.spec.checks_storage import storage_checks
 from clusterforge.spec.layout import NodeSlot, node_slots, rack_name
@@ -53,6 +54,7 @@ def cross_checks(
     _racks(ctx)
     cabling_checks(c, bad)
     _software_and_policy(ctx)
+    counter_checks(c, skus, unresolved, bad)
     storage_checks(c, skus, bad)
     return out
 

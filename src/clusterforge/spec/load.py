@@ -13,6 +13,7 @@ nesting and its aliases; the schema limits lists and numbers; and a spec whose p
 from __future__ import annotations
 
 import difflib
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,15 +52,27 @@ class Spec:
 def _fields_of(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """Allowed keys at `loc` inside `model`, for 'did you mean' hints."""
     cur: Any = model
+    keys = 0  # mapping keys to pass before the next field name (a field that maps names to models)
     for part in loc:
         if isinstance(part, int) or cur is None:
+            continue
+        if keys:
+            keys -= 1
             continue
         fields = getattr(cur, "model_fields", None)
         if not fields or part not in fields:
             return []
         cur = _model_in(fields[part].annotation)
+        keys = _key_levels(fields[part].annotation) if cur is not None else 0
     fields = getattr(cur, "model_fields", None)
     return list(fields) if fields else []
+
+
+def _key_levels(ann: Any) -> int:
+    """How many mappings (`dict[K, dict[K, Model]]`: 2) stand between a field and the model it holds."""
+    if typing.get_origin(ann) is dict:
+        return 1 + _key_levels(typing.get_args(ann)[1])
+    return max((_key_levels(a) for a in typing.get_args(ann) if not isinstance(a, (str, int))), default=0)
 
 
 def _model_in(ann: Any) -> Any:

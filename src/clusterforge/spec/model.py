@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from clusterforge.spec.sku import Sku
 from clusterforge.spec.storage import Storage
 from clusterforge.spec.values import (
+    CounterName,
     Host,
     HostPort,
     IfName,
@@ -323,6 +324,33 @@ class Rollout(_Strict):
 Tier = Literal["quick", "full", "burnin"]
 
 
+MAX_COUNTERS = 64
+CounterRate = Annotated[float, Field(ge=0)]
+WindowS = Annotated[float, Field(ge=0.5, le=300)]
+
+
+class CounterLimits(_Strict):
+    """Link-counter limits over the policy's (spec/catalog/network/counter_policy.yaml): increments per
+    second (null = measured and reported, not judged), and the window between the two readings."""
+
+    window_s: WindowS | None = Field(
+        default=None, description="seconds between the readings; default the policy's"
+    )
+    limits: dict[CounterName, CounterRate | None] = Field(
+        default_factory=dict,
+        max_length=MAX_COUNTERS,
+        description="counter name ({prio} for the lossless priority) -> increments per second, or null",
+    )
+
+
+class LinkCounters(CounterLimits):
+    """`certification.link_counters`: site-wide limits and window, then per SKU name (later wins)."""
+
+    skus: dict[SkuName, CounterLimits] = Field(
+        default_factory=dict, description="per SKU name: limits and window overriding the site-wide ones"
+    )
+
+
 class Certification(_Strict):
     join_tiers: list[Tier] = Field(default_factory=lambda: list[Tier](["quick"]))
     thresholds: dict[SkuName, dict[Key, float]] = Field(
@@ -338,6 +366,10 @@ class Certification(_Strict):
         ge=10,
         le=86_400,
         description="passive health check period: Slurm's HealthCheckInterval, or the systemd timer's",
+    )
+    link_counters: LinkCounters = Field(
+        default_factory=LinkCounters,
+        description="link-counter limits and window over the counter policy's (docs/spec.md)",
     )
 
 

@@ -102,6 +102,16 @@ Key = Annotated[
     ),
 ]
 
+CounterName = Annotated[
+    StrictStr,
+    _checked(
+        _matches(r"(?=.{1,64}\Z)(?:[A-Za-z0-9_]|\{prio\})+"),
+        "a counter name: A-Z a-z 0-9 _, with {prio} standing for the lossless priority "
+        "(e.g. symbol_error, rx_prio{prio}_pause), at most 64 characters",
+        "name a counter of the link-counter policy as docs/spec.md lists them",
+    ),
+]
+
 
 def _is_text(v: str, limit: int = TEXT_MAX_CHARS) -> bool:
     return len(v) <= limit and "{" not in v and "}" not in v and not any(_unprintable(c) for c in v)

@@ -116,7 +116,9 @@ def tuning(**kw: Any) -> dict[str, Any]:
     ],
 )
 def test_kernel_cmdline(sku: dict[str, Any], t: dict[str, Any], expected: list[str]) -> None:
-    assert D.node_desired(sku, t, [], monitoring=DEFAULT_PINS)["kernel"]["cmdline"] == expected
+    sku = {**sku, "name": "s", "compute_nics": {"link_layer": "InfiniBand"}}
+    desired = D.node_desired(sku, t, [], monitoring=DEFAULT_PINS, link_counters={})
+    assert desired["kernel"]["cmdline"] == expected
 
 
 def test_per_numa_split_is_count_over_numa_nodes() -> None:

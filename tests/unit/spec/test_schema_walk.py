@@ -38,6 +38,7 @@ LAYOUT, CABLING, SITE = SRC + "spec/layout.py", SRC + "plan/cabling.py", SRC + "
 NETS = SRC + "pulumi/networks.py"
 STOR, STOR_V = SRC + "plan/desired_storage.py", "validators/test_storage.py"
 FIO_JOBS = SRC + "remote/fio_jobs.py"  # the fio command lines of the full tier and burn-in
+COUNTERS = SRC + "spec/counter_policy.py"  # the link-counter policy merged with the spec's overrides
 
 CONSUMERS: dict[str, tuple[str, str]] = {
     "kind": ("src/clusterforge/spec/load.py", "kind"),
@@ -197,6 +198,11 @@ CONSUMERS: dict[str, tuple[str, str]] = {
         SRC + "plan/desired_monitoring.py",
         'int(certification["health_interval_s"])',
     ),
+    # compiled per SKU into the desired state (plan/desired_counters.py calls spec/counter_policy.py)
+    "certification.link_counters.window_s": (COUNTERS, 'site.get("window_s")'),
+    "certification.link_counters.limits": (COUNTERS, 'site.get("limits")'),
+    "certification.link_counters.skus.*.window_s": (COUNTERS, 'own.get("window_s")'),
+    "certification.link_counters.skus.*.limits": (COUNTERS, 'own.get("limits")'),
     # the SKU (catalog entry, or one written inline under `skus`)
     "skus[].name": (SRC + "spec/load.py", ".name"),
     "skus[].node_power_kw": (CHECKS, "skus[p.sku].node_power_kw"),

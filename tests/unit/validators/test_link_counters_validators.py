@@ -11,14 +11,18 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 from clusterforge.certify.checks import CheckError, CheckFailed, ToolMissing, Unreachable
-from clusterforge.plan import Plan
-from clusterforge.plan.expect import NodeExpect
+from clusterforge.plan import Plan, build_plan
+from clusterforge.plan.expect import NodeExpect, nodes_of
 from clusterforge.remote.commands import ETHTOOL_END, ethtool_stats_cmd, read_many_cmd
+from clusterforge.spec import load_spec_text
+from tests.conftest import LAB_SPEC
 from tests.unit.sim.conftest import SimNode
 
 from .conftest import FakeNode, real, validator
@@ -307,17 +311,98 @@ def test_unreadable_netdev_or_pfc_counter_missing_is_an_error(
     lc.test_rates(roce_node, probe, 2)
 
 
-def test_sku_window_from_the_policy(
-    ib_node: NodeExpect, clock: list[float], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from clusterforge.fabric import counters
+LAB_CERT = "  join_tiers: [quick]\n"
 
-    policy = counters.default_policy()
-    policy["skus"] = {ib_node.sku_name: {"window_s": 2}}
-    monkeypatch.setattr(counters, "default_policy", lambda: policy)
-    base = flat(ib_node, IB_NAMES)
-    lc.test_rates(ib_node, FakeNode({IB_CMD: readings(ib_node, "counters", base, base)}), 0)
+
+LAB_PRIO = "lossless_priority: 3,"
+
+
+@cache
+def spec_nodes(link_counters: str, prio: int = 3) -> dict[str, NodeExpect]:
+    """The nodes of the lab plan compiled with ``link_counters`` (YAML, indented under certification) in
+    the spec, RoCE's lossless priority ``prio``: the desired state the validator reads, as `clusterforge
+    plan` writes it."""
+    text = LAB_SPEC.read_text(encoding="utf-8")
+    assert text.count(LAB_CERT) == 1 and text.count(LAB_PRIO) == 1
+    text = text.replace(LAB_CERT, LAB_CERT + "  link_counters:\n" + link_counters)
+    text = text.replace(LAB_PRIO, f"lossless_priority: {prio},")
+    return nodes_of(build_plan(load_spec_text(text, "lab.yaml")).doc)
+
+
+def test_sku_window_from_the_desired_state(clock: list[float]) -> None:
+    """The spec's per-SKU window, compiled into the node's desired state, is the wait between readings."""
+    node = spec_nodes("    window_s: 3\n    skus:\n      h100-sxm-8x400g-ib: {window_s: 2}\n")["ib-01"]
+    assert node.desired["link_counters"]["window_s"] == 2.0
+    base = flat(node, IB_NAMES)
+    lc.test_rates(node, FakeNode({IB_CMD: readings(node, "counters", base, base)}), 0)
     assert clock[0] == 102.0
+    roce = spec_nodes("    window_s: 3\n    skus:\n      h100-sxm-8x400g-ib: {window_s: 2}\n")["roce-01"]
+    assert lc.window(roce) == 3.0  # the site-wide window where the SKU sets none
+
+
+def test_site_limit_from_the_spec_judges_the_rail(ib_node: NodeExpect, clock: list[float]) -> None:
+    """symbol_error rising 5/s fails on the policy's 0/s (test above); a site limit of 10/s in the spec lets
+    it pass, and the SKU's own limit of 1/s, later in the merge, fails it again naming where it came from."""
+    site = spec_nodes("    limits: {symbol_error: 10}\n")["ib-01"]
+    r2 = site.rail(2)
+    base = flat(site, IB_NAMES)
+    later = dict(base, **{f"{r2.hca}/{r2.port}/symbol_error": 3 + 25})  # +25 in 5 s = 5/s
+    lc.test_rates(site, FakeNode({IB_CMD: readings(site, "counters", base, later)}), 2)
+    assert lc.rail_limits(site, 2)["symbol_error"] == lc.counters.Limit(
+        10.0, "spec certification.link_counters.limits", "counters"
+    )
+    with pytest.raises(CheckFailed, match=r"symbol_error \+25 in 5.0 s = 5/s > limit 0/s \(project default"):
+        lc.test_rates(ib_node, FakeNode({IB_CMD: readings(ib_node, "counters", base, later)}), 2)
+    sku = spec_nodes("    limits: {symbol_error: 10}\n    skus:\n      h100-sxm-8x400g-ib:\n"
+                     "        limits: {symbol_error: 1}\n")["ib-01"]  # fmt: skip
+    with pytest.raises(CheckFailed) as exc:
+        lc.test_rates(sku, FakeNode({IB_CMD: readings(sku, "counters", base, later)}), 2)
+    assert exc.value.found == (
+        "symbol_error +25 in 5.0 s = 5/s > limit 1/s "
+        "(spec certification.link_counters.skus.h100-sxm-8x400g-ib.limits)"
+    )
+
+
+def test_spec_limit_of_a_per_priority_counter_at_the_rails_priority(clock: list[float]) -> None:
+    """A spec limit written with {prio} is judged on the rail's lossless priority (5 here, the spec's
+    tuning.roce); null leaves a counter measured and reported, not judged."""
+    nodes = spec_nodes('    limits:\n      "rx_prio{prio}_pause": 10\n      out_of_sequence: null\n', prio=5)
+    node = nodes["roce-01"]
+    assert node.desired["link_counters"]["limits"]["rx_prio{prio}_pause"]["max_per_s"] == 10.0
+    base = flat(node, MLX5_HW, value=0)
+    r = node.rail(0)
+    quiet = {n.netdev: (0, eth_text(prios=(5,))) for n in node.rails}
+    pause = dict(quiet, **{r.netdev: (0, eth_text(prios=(5,), rx_prio5_pause=100))})  # 20/s, policy: 100000
+    loss = dict(base, **{f"{r.hca}/1/out_of_sequence": 12})
+    probe = FakeNode(
+        {
+            ROCE_CMD: readings(node, "hw_counters", base, loss),
+            eth_cmd(node): eth_answer(node, quiet, pause),
+        }
+    )
+    with pytest.raises(CheckFailed) as exc:
+        lc.test_rates(node, probe, 0)
+    assert exc.value.found == (
+        "rx_prio5_pause +100 in 5.0 s = 20/s > limit 10/s (spec certification.link_counters.limits)"
+    )
+    notes = probe.take_evidence()["notes"]
+    assert notes["reported_per_s"]["out_of_sequence"] == 2.4  # null: measured, not judged
+
+
+def test_plan_without_the_desired_section_is_an_error_not_a_pass(ib_node: NodeExpect) -> None:
+    """A plan.json compiled before the limits were in the desired state: an error naming the fix, nothing
+    read from the node, never the packaged policy's limits."""
+    old = {k: v for k, v in ib_node.desired_state.items() if k != "link_counters"}
+    probe = FakeNode({})
+    for node in (replace(ib_node, desired_state=old), replace(ib_node, desired_state={})):
+        with pytest.raises(CheckError) as exc:
+            lc.test_rates(node, probe, 0)
+        assert not isinstance(exc.value, CheckFailed)
+        assert "re-run `clusterforge plan`" in str(exc.value)
+    assert probe.asked == []
+    broken = dict(ib_node.desired_state, link_counters={"window_s": 0, "limits": {}})
+    with pytest.raises(CheckError, match="window_s of ib-01 is 0, not a positive number"):
+        lc.window(replace(ib_node, desired_state=broken))
 
 
 # -- fed by the lab simulator -----------------------------------------------------------------------------
