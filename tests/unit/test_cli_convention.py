@@ -27,6 +27,7 @@ FORMATTED: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "fabric check": ([LAB, "--discovery", "."], ("text", "json", "markdown", "junit")),
     "fabric export": ([LAB], ("ibdiagnet-topo", "dot")),
     "fabric switch-readback": ([LAB, "--switch", "x", "--outputs", "."], ("text", "json")),
+    "fabric sm-readback": ([LAB, "--outputs", "."], ("text", "json")),
     "pool status": ([LAB], ("text", "json")),
     "certificate verify": (["c.json"], ("text", "json")),
     "records merge": (["s.db"], ("text", "json")),

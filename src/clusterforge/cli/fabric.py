@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from clusterforge.cli.options import FORMATS, OutputOpt, SpecArg, emit, format_option
-from clusterforge.errors import ExitCode
+from clusterforge.errors import ExitCode, InputError, Problem
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -100,33 +100,9 @@ def export(
     emit(text, output)
 
 
-@app.command("sm-config")
-def sm_config(
-    spec: SpecArg,
-    out_dir: Annotated[
-        Path, typer.Option("--dir", help="folder to write opensm.conf, partitions.conf, ... into")
-    ],
-    fabric: Annotated[
-        str | None, typer.Option(help="InfiniBand fabric of the spec (default: the only one)")
-    ] = None,
-    discovery: Annotated[
-        Path | None,
-        typer.Option(
-            help="ibnetdiscover output of the built fabric: its top-tier GUIDs become ftree's roots"
-        ),
-    ] = None,
-    sm_priority: Annotated[
-        int, typer.Option(min=0, max=15, help="this SM's priority (highest is master)")
-    ] = 15,
-) -> None:
-    """OpenSM configuration from the plan for an InfiniBand fabric (docs/fabric.md). Exit 0, 2 bad input."""
-    from clusterforge.errors import InputError, Problem
-    from clusterforge.fabric.observed import switch_name
-    from clusterforge.hw import ParseError, ibnetdiscover
-    from clusterforge.switchcfg.opensm import render_opensm
-
-    plan = _plan(spec)
-    ib = [f["name"] for f in plan.doc["fabrics"] if f["type"] == "infiniband"]
+def _ib_fabric(spec: Path, plan_doc: dict[str, Any], fabric: str | None) -> str:
+    """The InfiniBand fabric named `fabric`, or the spec's only one; InputError otherwise."""
+    ib = [f["name"] for f in plan_doc["fabrics"] if f["type"] == "infiniband"]
     name = fabric or (ib[0] if len(ib) == 1 else None)
     if name not in ib:
         raise InputError(
@@ -137,35 +113,165 @@ def sm_config(
             ],
             "no such InfiniBand fabric",
         )
-    guids = None
-    if discovery is not None:
-        try:
-            topo = ibnetdiscover.parse(discovery.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ParseError) as exc:
-            raise InputError(
-                [Problem(str(discovery), "", "an ibnetdiscover output", type(exc).__name__, "re-record it")],
-                "unreadable discovery",
-            ) from None
-        guids = {switch_name(n.description): n.guid for n in topo.nodes if n.kind == "switch"}
+    return str(name)
+
+
+def _root_guids(discovery: Path | None) -> dict[str, str] | None:
+    """Switch name -> node GUID from an ibnetdiscover output; InputError when it cannot be read."""
+    from clusterforge.fabric.observed import switch_name
+    from clusterforge.hw import ParseError, ibnetdiscover
+
+    if discovery is None:
+        return None
     try:
-        files = render_opensm(plan.doc, str(name), root_guids=guids, sm_priority=sm_priority)
-    except ValueError as exc:
+        topo = ibnetdiscover.parse(discovery.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ParseError) as exc:
         raise InputError(
-            [
-                Problem(
-                    str(discovery),
-                    "",
-                    "every top-tier switch of the plan",
-                    str(exc),
-                    "discover the whole fabric",
-                )
-            ],
-            "discovery does not cover the plan",
+            [Problem(str(discovery), "", "an ibnetdiscover output", type(exc).__name__, "re-record it")],
+            "unreadable discovery",
         ) from None
+    return {switch_name(n.description): n.guid for n in topo.nodes if n.kind == "switch"}
+
+
+def _roots_missing(discovery: Path | None, exc: ValueError) -> InputError:
+    return InputError(
+        [
+            Problem(
+                str(discovery), "", "every top-tier switch of the plan", str(exc), "discover the whole fabric"
+            )
+        ],
+        "discovery does not cover the plan",
+    )
+
+
+FabricOpt = Annotated[str | None, typer.Option(help="InfiniBand fabric of the spec (default: the only one)")]
+IbDiscoveryOpt = Annotated[
+    Path | None,
+    typer.Option(help="ibnetdiscover output of the built fabric: its top-tier GUIDs become ftree's roots"),
+]
+SmPriorityOpt = Annotated[int, typer.Option(min=0, max=15, help="this SM's priority (highest is master)")]
+
+
+@app.command("sm-config")
+def sm_config(
+    spec: SpecArg,
+    out_dir: Annotated[
+        Path, typer.Option("--dir", help="folder to write opensm.conf, partitions.conf, ... into")
+    ],
+    fabric: FabricOpt = None,
+    discovery: IbDiscoveryOpt = None,
+    sm_priority: SmPriorityOpt = 15,
+) -> None:
+    """OpenSM configuration from the plan for an InfiniBand fabric (docs/fabric.md). Exit 0, 2 bad input."""
+    from clusterforge.switchcfg.opensm import render_opensm
+
+    plan = _plan(spec)
+    name = _ib_fabric(spec, plan.doc, fabric)
+    guids = _root_guids(discovery)
+    try:
+        files = render_opensm(plan.doc, name, root_guids=guids, sm_priority=sm_priority)
+    except ValueError as exc:
+        raise _roots_missing(discovery, exc) from None
     out_dir.mkdir(parents=True, exist_ok=True)
     for fname, text in sorted(files.items()):
         (out_dir / fname).write_text(text, encoding="utf-8")
         typer.echo(f"wrote {out_dir / fname}")
+
+
+@app.command("sm-readback")
+def sm_readback(
+    spec: SpecArg,
+    outputs: Annotated[
+        Path,
+        typer.Option(
+            help="folder of the running SM's files, copied from its host: opensm.conf (required), "
+            "partitions.conf, qos-policy.conf, root_guids.conf"
+        ),
+    ],
+    fabric: FabricOpt = None,
+    fmt: Annotated[str, format_option("text", "json")] = "text",
+    output: OutputOpt = None,
+    sm_priority: SmPriorityOpt = 15,
+    discovery: IbDiscoveryOpt = None,
+) -> None:
+    """A running OpenSM's configuration files against what `fabric sm-config` renders from the plan (same
+    options). Exit 0 as planned, 3 not, 2 bad input (files not given are listed as not checked)."""
+    import json
+
+    from clusterforge.hw import ParseError
+    from clusterforge.switchcfg.opensm_readback import FILES, compare_opensm
+
+    running: dict[str, str] = {}
+    problems: list[Problem] = []
+    if not outputs.is_dir():
+        problems.append(
+            Problem(
+                str(outputs), "", "a folder holding opensm.conf", "no such folder", "copy the SM's files in"
+            )
+        )
+    else:
+        for fname in FILES:
+            path = outputs / fname
+            if not path.is_file():
+                continue
+            try:
+                running[fname] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                problems.append(Problem(str(path), "", f"a readable {fname}", str(exc), "copy it again"))
+        if "opensm.conf" not in running and not problems:
+            problems.append(
+                Problem(
+                    str(outputs / "opensm.conf"),
+                    "",
+                    "the running SM's opensm.conf",
+                    "absent",
+                    "copy it from the SM host (e.g. scp sm-host:/etc/opensm/opensm.conf DIR/)",
+                )
+            )
+    if problems:
+        raise InputError(problems, "unreadable SM configuration")
+    plan = _plan(spec)
+    name = _ib_fabric(spec, plan.doc, fabric)
+    guids = _root_guids(discovery)
+    try:
+        r = compare_opensm(plan.doc, name, running, root_guids=guids, sm_priority=sm_priority)
+    except ParseError as exc:
+        raise InputError(
+            [
+                Problem(
+                    str(outputs / exc.tool),
+                    "",
+                    f"OpenSM's {exc.tool}",
+                    str(exc),
+                    "copy the file the SM reads",
+                )
+            ],
+            "unreadable SM configuration",
+        ) from None
+    except ValueError as exc:
+        if discovery is None:  # the CLI's own checks leave only missing roots: anything else is a bug
+            raise
+        raise _roots_missing(discovery, exc) from None
+    if fmt == "json":
+        doc = {
+            "fabric": r.fabric,
+            "ok": r.ok,
+            "checked": r.checked,
+            "not_checked": r.not_checked,
+            "paths": r.paths,
+            "deviations": [d.__dict__ for d in r.deviations],
+        }
+        text = json.dumps(doc, indent=2) + "\n"
+    else:
+        lines = [f"SM of {r.fabric}: {'as planned' if r.ok else f'{len(r.deviations)} deviation(s)'}"]
+        for d in r.deviations:
+            lines += [f"  {d.item}: expected {d.expected}; found {d.found}", f"    fix: {d.fix}"]
+        lines += [f"  checked: {', '.join(r.checked)}"]
+        lines += [f"  not checked: {', '.join(r.not_checked)}"] if r.not_checked else []
+        lines += [f"  the SM reads {f} at {p}" for f, p in sorted(r.paths.items())]
+        text = "\n".join(lines) + "\n"
+    emit(text, output)
+    raise typer.Exit(int(ExitCode.OK if r.ok else ExitCode.NOT_AS_DECLARED))
 
 
 # recorded SONiC outputs in a --outputs folder: file name -> (compare_sonic argument, parser)
