@@ -253,21 +253,9 @@ def sm_readback(
             raise
         raise _roots_missing(discovery, exc) from None
     if fmt == "json":
-        doc = {
-            "fabric": r.fabric,
-            "ok": r.ok,
-            "checked": r.checked,
-            "not_checked": r.not_checked,
-            "paths": r.paths,
-            "deviations": [d.__dict__ for d in r.deviations],
-        }
-        text = json.dumps(doc, indent=2) + "\n"
+        text = json.dumps({"fabric": r.subject, **r.document(), "paths": r.paths}, indent=2) + "\n"
     else:
-        lines = [f"SM of {r.fabric}: {'as planned' if r.ok else f'{len(r.deviations)} deviation(s)'}"]
-        for d in r.deviations:
-            lines += [f"  {d.item}: expected {d.expected}; found {d.found}", f"    fix: {d.fix}"]
-        lines += [f"  checked: {', '.join(r.checked)}"]
-        lines += [f"  not checked: {', '.join(r.not_checked)}"] if r.not_checked else []
+        lines = r.lines(f"SM of {r.subject}")
         lines += [f"  the SM reads {f} at {p}" for f, p in sorted(r.paths.items())]
         text = "\n".join(lines) + "\n"
     emit(text, output)
@@ -337,19 +325,8 @@ def switch_readback(
             "no such switch",
         ) from None
     if fmt == "json":
-        doc = {
-            "switch": r.switch,
-            "ok": r.ok,
-            "checked": r.checked,
-            "not_checked": r.not_checked,
-            "deviations": [d.__dict__ for d in r.deviations],
-        }
-        text = json.dumps(doc, indent=2) + "\n"
+        text = json.dumps({"switch": r.subject, **r.document()}, indent=2) + "\n"
     else:
-        lines = [f"{r.switch}: {'as planned' if r.ok else f'{len(r.deviations)} deviation(s)'}"]
-        lines += [f"  {d.item}: expected {d.expected}; found {d.found}" for d in r.deviations]
-        lines += [f"  checked: {', '.join(r.checked) or 'nothing'}"]
-        lines += [f"  not checked: {', '.join(r.not_checked)}"] if r.not_checked else []
-        text = "\n".join(lines) + "\n"
+        text = "\n".join(r.lines(r.subject)) + "\n"
     emit(text, output)
     raise typer.Exit(int(ExitCode.OK if r.ok else ExitCode.NOT_AS_DECLARED))

@@ -31,6 +31,7 @@ from typing import Any
 from clusterforge.hw.opensm_conf import NULL, parse, parse_guids, parse_partitions, qos_policy_lines
 from clusterforge.switchcfg.opensm import DEFAULT_PKEY, PRIMARY_SM_PRIORITY, render_opensm, top_tier
 from clusterforge.switchcfg.policy import fabric_doc
+from clusterforge.switchcfg.readback import Readback
 
 FILES = ("opensm.conf", "partitions.conf", "qos-policy.conf", "root_guids.conf")
 #: opensm.conf options that name one of the other files
@@ -43,28 +44,11 @@ RESTART = "and restart OpenSM"
 SWEEP = "then send OpenSM SIGHUP (its heavy sweep rereads the file) or restart it"
 
 
-@dataclass(frozen=True)
-class Deviation:
-    item: str  # "opensm.conf routing_engine", "partitions.conf Default", ...
-    expected: str
-    found: str
-    fix: str
-
-
 @dataclass
-class SmReadback:
-    fabric: str
-    deviations: list[Deviation] = field(default_factory=list)
-    checked: list[str] = field(default_factory=list)
-    not_checked: list[str] = field(default_factory=list)
-    paths: dict[str, str] = field(default_factory=dict)  # file name -> the path the running SM reads it at
+class SmReadback(Readback):
+    """`subject` is the fabric; `paths`: file name -> the path the running SM reads it at."""
 
-    @property
-    def ok(self) -> bool:
-        return not self.deviations
-
-    def add(self, item: str, expected: object, found: object, fix: str) -> None:
-        self.deviations.append(Deviation(item, str(expected), str(found), fix))
+    paths: dict[str, str] = field(default_factory=dict)
 
 
 def _options(out: SmReadback, want: dict[str, str], have: dict[str, str]) -> None:

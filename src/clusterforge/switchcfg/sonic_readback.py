@@ -17,12 +17,12 @@ checked (never passed). Compared:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from clusterforge.hw.sonic_show import Block, PfcCounters, PortStatus, QueueCounters, profiles
 from clusterforge.switchcfg.policy import roce_qos
 from clusterforge.switchcfg.ports import sonic_port, switch_ports
+from clusterforge.switchcfg.readback import Readback
 from clusterforge.switchcfg.sonic import LOSSLESS_PROFILE, WRED, render_sonic_qos
 
 WRED_KEYS = tuple(
@@ -31,28 +31,6 @@ WRED_KEYS = tuple(
     for k in ("min_threshold", "max_threshold", "drop_probability")
 )
 BUFFER_KEYS = ("xon", "xoff", "size")
-
-
-@dataclass(frozen=True)
-class Deviation:
-    item: str  # "Ethernet0 mtu", "WRED_PROFILE|ROCE_LOSSLESS ecn", ...
-    expected: str
-    found: str
-
-
-@dataclass
-class Readback:
-    switch: str
-    deviations: list[Deviation] = field(default_factory=list)
-    checked: list[str] = field(default_factory=list)
-    not_checked: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.deviations
-
-    def add(self, item: str, expected: object, found: object) -> None:
-        self.deviations.append(Deviation(item, str(expected), str(found)))
 
 
 def _compare_profile(
