@@ -63,7 +63,7 @@ def commands(node: NodeExpect) -> list[str]:
 @pytest.mark.parametrize("tool", sorted(TOOLS))
 def test_tool(node: NodeExpect, probe: Probe, tool: str) -> None:
     t, fix = TOOLS[tool], hint("benchmarks", node.name)
-    pin = node.software.get(tool)
+    pin = node.pins["benchmarks"].get(tool)
     if not isinstance(pin, dict):
         raise CheckError(f"the plan has no software.{tool} pin: re-plan the spec with this clusterforge")
     version, method = str(pin["version"]), str(pin.get("install", "package"))

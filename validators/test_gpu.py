@@ -94,7 +94,7 @@ def test_memory(node: NodeExpect, probe: Probe) -> None:
 
 
 def test_driver_branch(node: NodeExpect, probe: Probe) -> None:
-    branch = str(node.software["nvidia_driver"]["branch"])
+    branch = str(node.pins["nvidia_driver"]["branch"])
     found = smi(probe).driver_version
     expect(found.split(".")[0] == branch, "driver branch", branch, found, hint("driver", node.name))
 

@@ -1,5 +1,7 @@
 """Software against the plan's pins: driver, CUDA, NCCL, DCGM, RDMA stack, NIC firmware, VBIOS, system BIOS;
-time sync. The system BIOS version is read from the node's BMC over Redfish, from the controller.
+time sync. The system BIOS version is read from the node's BMC over Redfish, from the controller. Every pin
+and every pinned package (names, version, epoch per OS family) is the node's compiled desired state
+(`desired.software`, plan/desired_software.py): what the roles installed from, never derived here.
 
 Packages are read with the node's own package manager, chosen from ``/etc/os-release``: ``dpkg-query`` on
 the Debian family, ``rpm -qa`` on the Red Hat family; versions are matched with that family's rules."""
@@ -7,6 +9,8 @@ the Debian family, ``rpm -qa`` on the Red Hat family; versions are matched with 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -23,7 +27,7 @@ from clusterforge.hw.packages import (
     listing,
     os_family,
 )
-from clusterforge.hw.pkgversion import matches_pin
+from clusterforge.hw.pkgversion import matches_package, matches_pin
 from clusterforge.plan.expect import NodeExpect
 from clusterforge.remote.commands import argv
 from clusterforge.spec import doca
@@ -32,8 +36,8 @@ pytestmark = pytest.mark.quick
 
 DPKG, RPM, OS_RELEASE = DPKG_QUERY_CMD, RPM_QUERY_CMD, OS_RELEASE_CMD
 OFED_INFO = "ofed_info -s"
-#: package names that differ between the families
-NCCL_PACKAGE = {"debian": "libnccl2", "redhat": "libnccl"}
+#: /etc/os-release family -> the Ansible OS family the desired state's packages are keyed by
+ANSIBLE_FAMILY = {"debian": "Debian", "redhat": "RedHat"}
 #: software.rdma.stack values: the distribution's rdma-core, or NVIDIA's OFED (DOCA-OFED / MLNX_OFED)
 DISTRO_STACKS = ("rdma-core", "inbox")
 OFED_STACKS = ("doca-ofed", "mlnx-ofed")
@@ -52,6 +56,45 @@ def family(probe: Probe) -> str:
 def packages(probe: Probe) -> Packages:
     """Every installed package, read with the node's own package manager."""
     return probe.parse(*listing(family(probe)))
+
+
+def _pins(node: NodeExpect, key: str) -> bool:
+    try:
+        return bool(node.pins.get(key))
+    except KeyError:
+        return True
+
+
+def pinned(key: str) -> Callable[[NodeExpect], bool]:
+    """An `applies` predicate: the plan pins ``key``; a plan without pins keeps the check (it errors). A
+    lambda: pytest's mark decorator would take a named function as the item it decorates."""
+    return lambda node: _pins(node, key)
+
+
+def package_group(node: NodeExpect, pkgs: Packages, label: str) -> dict[str, Any]:
+    """The desired package group ``label`` (packages, version, epoch) of the node's OS family."""
+    groups = node.pins["packages"].get(ANSIBLE_FAMILY[pkgs.family]) or []
+    group = next((g for g in groups if g.get("label") == label), None)
+    if group is None:
+        raise CheckError(
+            f"the plan pins no {label} packages for the {pkgs.family} family: re-run `clusterforge plan`"
+        )
+    return dict(group)
+
+
+def expect_group(node: NodeExpect, probe: Probe, label: str, what: str, fix: str) -> None:
+    """Every package of the group installed at the group's version (the roles' matching rule); names each
+    package found elsewhere or not installed."""
+    pkgs = packages(probe)
+    group = package_group(node, pkgs, label)
+    version, epoch = str(group["version"]), str(group.get("epoch") or "")
+    bad = {
+        name: ", ".join(pkgs.versions(name)) or "not installed"
+        for name in group["packages"]
+        if not any(matches_package(pkgs.family, v, version, epoch) for v in pkgs.versions(name))
+    }
+    shown = f"{epoch}:{version}" if epoch and ":" not in version else version
+    expect_none_bad(what, bad, f"{', '.join(group['packages'])} at {shown}", fix)
 
 
 def _pinned_package(pkgs: Packages, names: list[str], pin: str) -> tuple[bool, str]:
@@ -75,15 +118,27 @@ def _is_ip(text: str) -> bool:
 
 
 def test_driver(node: NodeExpect, probe: Probe) -> None:
-    pin = node.software["nvidia_driver"]
+    pin = node.pins["nvidia_driver"]
     found = smi(probe).driver_version
     expect_equal("NVIDIA driver", pin["version"], found, hint("driver", node.name))
+
+
+@pytest.mark.applies(lambda n: str(n.knobs.get("nvidia_gpu_driver_source", "package")) == "package")
+def test_driver_packages(node: NodeExpect, probe: Probe) -> None:
+    """The driver's packages (and the fabric manager's on an NVSwitch SKU) installed at the plan's
+    version, as the nvidia_gpu role installs them; a node whose driver comes with its image
+    (``nvidia_gpu_driver_source: image``) is not asked."""
+    expect_group(node, probe, "driver", "NVIDIA driver packages", hint("driver", node.name))
+    if node.nvswitch:
+        expect_group(
+            node, probe, "fabricmanager", "fabric manager packages", hint("fabricmanager", node.name)
+        )
 
 
 def test_cuda(node: NodeExpect, probe: Probe) -> None:
     """The driver runs the pinned CUDA (its CUDA version >= the pin); a CUDA toolkit installed on the node,
     if any, is the pinned one (jobs usually bring their own toolkit in a container)."""
-    pin = node.software["cuda"]
+    pin = node.pins["cuda"]
     major, minor = pin.split(".")
     supported = smi(probe).cuda_version or "unknown"
     ok = supported != "unknown" and tuple(map(int, supported.split(".")[:2])) >= (int(major), int(minor))
@@ -103,17 +158,11 @@ def test_cuda(node: NodeExpect, probe: Probe) -> None:
 
 
 def test_nccl(node: NodeExpect, probe: Probe) -> None:
-    pin = node.software["nccl"]
-    pkgs = packages(probe)
-    name = NCCL_PACKAGE[pkgs.family]
-    ok, found = _pinned_package(pkgs, [name], pin)
-    expect(ok, f"NCCL ({name})", pin, found, hint("nccl", node.name))
+    expect_group(node, probe, "nccl", f"NCCL {node.pins['nccl']}", hint("nccl", node.name))
 
 
 def test_dcgm(node: NodeExpect, probe: Probe) -> None:
-    pin = node.software["dcgm"]
-    ok, found = _pinned_package(packages(probe), ["datacenter-gpu-manager*"], pin)
-    expect(ok, "DCGM (datacenter-gpu-manager)", pin, found, hint("dcgm", node.name))
+    expect_group(node, probe, "dcgm", f"DCGM {node.pins['dcgm']}", hint("dcgm", node.name))
 
 
 def test_rdma(node: NodeExpect, probe: Probe) -> None:
@@ -122,7 +171,7 @@ def test_rdma(node: NodeExpect, probe: Probe) -> None:
     (``clusterforge.spec.doca``: ``2.10.0`` → ``25.01-0.6.0``, and the ``doca-ofed`` profile package at the
     release) or the pinned DOCA-OFED version itself (a leading part such as ``25.10`` matches); MLNX_OFED:
     ``ofed_info -s`` against the pin."""
-    pin = node.software["rdma"]
+    pin = node.desired["rdma"]
     stack, version = pin.get("stack"), str(pin["version"])
     if stack in DISTRO_STACKS:
         ok, found = _pinned_package(packages(probe), ["rdma-core"], version)
@@ -172,11 +221,11 @@ def _firmware_by_mlxfwmanager(node: NodeExpect, probe: Probe) -> dict[str, str] 
     return found
 
 
-@pytest.mark.applies(lambda n: bool(n.software.get("nic_firmware")))
+@pytest.mark.applies(pinned("nic_firmware"))
 def test_nic_firmware(node: NodeExpect, probe: Probe) -> None:
     """Every rail HCA runs the pinned firmware: read with MFT's ``mlxfwmanager --query`` when it is installed
     (the rdma role installs MFT with DOCA-OFED), else from ``ibstat``; the source is named."""
-    pin = node.software["nic_firmware"]
+    pin = node.pins["nic_firmware"]
     found = _firmware_by_mlxfwmanager(node, probe)
     source = "mlxfwmanager --query"
     if found is None:
@@ -190,14 +239,14 @@ def test_nic_firmware(node: NodeExpect, probe: Probe) -> None:
     )
 
 
-@pytest.mark.applies(lambda n: bool(n.software.get("vbios")))
+@pytest.mark.applies(pinned("vbios"))
 def test_vbios(node: NodeExpect, probe: Probe) -> None:
-    pin = node.software["vbios"]
+    pin = node.pins["vbios"]
     bad = {g.bus_id: g.vbios_version for g in smi(probe).gpus if g.vbios_version != pin}
     expect_none_bad("GPU VBIOS", bad, f"{pin} on every GPU", hint("vbios", node.name))
 
 
-@pytest.mark.applies(lambda n: bool(n.software.get("bios")))
+@pytest.mark.applies(pinned("bios"))
 def test_bios(node: NodeExpect) -> None:
     """``software.bios`` against the ``BiosVersion`` of the node's ComputerSystem, read from its BMC over
     Redfish with the bios role's account (a node with the pin but no BMC in the spec is an error)."""
@@ -220,7 +269,7 @@ VIRT = "systemd-detect-virt --container"
 
 @prefetches
 def commands(node: NodeExpect) -> list[str]:
-    ofed = [OFED_INFO] if node.software.get("rdma", {}).get("stack") in OFED_STACKS else []
+    ofed = [OFED_INFO] if node.desired_state.get("rdma", {}).get("stack") in OFED_STACKS else []
     return [
         SMI_Q, OS_RELEASE, DPKG, RPM, *ofed, "ibstat", MLXFW_PRESENT, CHRONY_CONF,
         *(chrony_show(u) for u in CHRONY_UNITS), VIRT,

@@ -116,10 +116,10 @@ def client(address: str, knobs: dict[str, Any], timeout: float) -> Redfish:
 
 
 def check_bios_version(node: NodeExpect) -> str:
-    """``software.bios`` against the ``BiosVersion`` the node's BMC reports (exact match): CheckFailed when
-    it differs, CheckError when the BMC cannot be read or the node has no BMC in the plan. Returns the
-    version found."""
-    pin = str(node.software["bios"])
+    """``software.bios`` (the desired state's pin) against the ``BiosVersion`` the node's BMC reports (exact
+    match): CheckFailed when it differs, CheckError when the BMC cannot be read or the node has no BMC in
+    the plan. Returns the version found."""
+    pin = str(node.pins["bios"])
     if not node.bmc.get("address"):
         raise CheckError(
             f"software.bios is pinned ({pin}) but {node.name} has no BMC in the spec "

@@ -181,9 +181,10 @@ VALIDATORS: tuple[Check, ...] = (
     _v("rdma.roce_tos", "RoCE ToS as declared"),
     _v("rdma.qos_unit", "the RoCE QoS unit is installed and ran"),
     _v("software.driver", "NVIDIA driver version as declared"),
+    _v("software.driver_packages", "driver (and fabric manager) packages at the plan's version and epoch"),
     _v("software.cuda", "CUDA version as declared"),
-    _v("software.nccl", "NCCL version as declared"),
-    _v("software.dcgm", "DCGM version as declared"),
+    _v("software.nccl", "NCCL packages at the plan's version"),
+    _v("software.dcgm", "DCGM packages (core + CUDA plugin) at the plan's version and epoch"),
     _v("software.rdma", "RDMA stack (OFED/DOCA) version as declared"),
     _v("benchmarks.tool", "benchmark tools (nccl-tests, nvbandwidth) installed at the pinned version"),
     _v(

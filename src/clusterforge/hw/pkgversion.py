@@ -13,6 +13,7 @@ when all shared segments are equal the string with segments left over is newer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 DEBIAN = "debian"
 REDHAT = "redhat"
@@ -211,3 +212,18 @@ def matches_pin(family: str, version: str, pin: str) -> bool:
     ``pin.`` (a pin ``2.26`` accepts ``2.26.2``; a pin ``2.26.2`` does not accept ``2.26.20``)."""
     up = upstream(family, version)
     return up == pin or up.startswith(pin + ".")
+
+
+def matches_package(family: str, installed: str, version: str, epoch: str = "") -> bool:
+    """The ``installed`` version is what installing ``version`` (with ``epoch``) leaves, by the roles' rule
+    (the clusterforge.node package filters): Debian, apt's ``[epoch:]version*`` glob; RPM, the version
+    (and the release when the pin has one) equal, the epoch equal when one is pinned."""
+    pinned = version if ":" in version or not epoch else f"{epoch}:{version}"
+    if family == DEBIAN:
+        return fnmatchcase(installed, pinned + "*")
+    if family == REDHAT:
+        have, want = parse_evr(installed), parse_evr(pinned)
+        if ":" in pinned and have.epoch != want.epoch:
+            return False
+        return have.version == want.version and (not want.release or have.release == want.release)
+    raise ValueError(f"unknown package family {family!r} (expected one of {FAMILIES})")

@@ -16,6 +16,7 @@ from typing import Any
 from clusterforge.plan.desired_counters import counters_desired
 from clusterforge.plan.desired_fabric import lldp_desired
 from clusterforge.plan.desired_monitoring import monitoring_desired
+from clusterforge.plan.desired_software import software_desired
 from clusterforge.plan.desired_storage import storage_desired
 
 DESIRED_VERSION = "clusterforge-desired/3"
@@ -207,7 +208,8 @@ def node_desired(
 ) -> dict[str, Any]:
     """The desired state of a node of ``sku`` (the plan's SKU entry) with ``rails`` (its plan rails, or the
     SKU's rails: only index, netdev, hca, port and link_layer are read) under the cluster's ``tuning`` and
-    ``software`` pins (only ``software.rdma`` is read); ``storage``: desired_storage.storage_input;
+    ``software`` pins (the RDMA stack; the pins and packages of `desired_software`); ``storage``:
+    desired_storage.storage_input;
     ``monitoring``: desired_monitoring.monitoring_input; ``link_counters``: desired_counters.counters_input
     (the SKU entry's name and compute NICs' link layer are read with it)."""
     vendor = cpu_vendor(sku)
@@ -235,6 +237,7 @@ def node_desired(
         "pcie": {"acs_disable": bool(tuning["acs_disable"])},
         "time": {"servers": [str(s) for s in tuning.get("time_servers", ())]},
         "rdma": rdma_desired(software),
+        "software": software_desired(software, sku),
         "rails": [rail_desired(r, tuning, qos) for r in sorted(rails, key=lambda r: int(r["index"]))],
         "lldp": lldp_desired(sku, rails),
         "monitoring": monitoring_desired(sku, rails, monitoring),

@@ -75,7 +75,6 @@ class NodeExpect:
     rails: tuple[Rail, ...]
     sku: dict[str, Any]
     tuning: dict[str, Any]
-    software: dict[str, Any]
     certification: dict[str, Any]
     cluster: str
     plan_hash: str
@@ -116,6 +115,18 @@ class NodeExpect:
                 f"(found {self.desired_state.get('version')!r}): re-run `clusterforge plan`"
             )
         return self.desired_state
+
+    @property
+    def pins(self) -> dict[str, Any]:
+        """The software pins and pinned packages of the compiled desired state (plan/desired_software.py);
+        KeyError for a plan.json compiled before they were."""
+        section = self.desired.get("software")
+        if not isinstance(section, dict) or "packages" not in section:
+            raise KeyError(
+                f"plan.json has no software pins in {self.name}'s desired state (`desired.software`, a plan "
+                "compiled before they were): re-run `clusterforge plan`"
+            )
+        return section
 
     def rail_desired(self, index: int) -> dict[str, Any]:
         """The desired state of rail ``index`` (netdev and port MTU, QoS)."""
@@ -192,7 +203,6 @@ def node_expect(doc: dict[str, Any], node: dict[str, Any], knobs: dict[str, Any]
         rails=tuple(Rail.of(r) for r in node["rails"]),
         sku=doc["skus"][node["sku"]],
         tuning=doc["tuning"],
-        software=doc["software"],
         certification=doc["certification"],
         cluster=doc["cluster"],
         plan_hash=doc["plan_hash"],

@@ -87,9 +87,10 @@ def account(lab_bmcs: tuple[dict[str, Any], Path], monkeypatch: pytest.MonkeyPat
     return env
 
 
-def _node(doc: dict[str, Any], **software: Any) -> NodeExpect:
+def _node(doc: dict[str, Any], **pins: Any) -> NodeExpect:
+    """The first node with other pins in its desired state (where the check reads them)."""
     d = copy.deepcopy(doc)
-    d["software"].update(software)
+    d["nodes"][0]["desired"]["software"].update(pins)
     return node_expect(d, d["nodes"][0])
 
 

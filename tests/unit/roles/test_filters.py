@@ -136,6 +136,11 @@ def test_packages_missing(filters) -> None:
     assert pm(["nvidia-driver"], rpm, "3:570.133.20", "RedHat") == []
     assert pm(["nvidia-driver"], rpm, "570.133.20", "RedHat", "2") == ["nvidia-driver"]
     assert pm(["nvidia-driver"], rpm, "570.124.06", "RedHat", "3") == ["nvidia-driver"]
+    # a pin with a release (the plan's NCCL pin) is compared with version-release
+    nccl = {"libnccl": [{"version": "2.26.2", "release": "1+cuda12.8", "epoch": None}]}
+    assert pm(["libnccl"], nccl, "2.26.2-1+cuda12.8", "RedHat") == []
+    assert pm(["libnccl"], nccl, "2.26.2-1+cuda12.9", "RedHat") == ["libnccl"]
+    assert pm(["libnccl"], nccl, "2.26.2", "RedHat") == []
     # no facts (package_facts did not run), an unknown family: everything is "missing"
     assert pm(["chrony", ""], None) == ["chrony"]
     assert pm(["chrony"], apt, "4.3", "Suse") == ["chrony"]

@@ -381,14 +381,14 @@ def test_dnf_package_specs_and_versionlock_rhel() -> None:
 def test_image_driver_pins_only_what_the_role_installs() -> None:
     out = render(
         "nvidia_gpu",
-        variables={"nvidia_gpu_driver_source": "image", "nvidia_gpu_dcgm_version": ""},
+        variables={"nvidia_gpu_driver_source": "image"},
         templates={"pref": "templates/nvidia.pref.j2"},
         expressions={"labels": "{{ _nvidia_gpu_pinned_groups | map(attribute='label') | list }}"},
     )
     assert out["labels"] == ["fabricmanager", "dcgm"]
-    assert (
-        "# fabricmanager\nPackage: *nvidia*\n" in out["pref"] and "datacenter-gpu-manager" not in out["pref"]
-    )
+    assert "# fabricmanager\nPackage: *nvidia*\nPin: version 570.133.20*\n" in out["pref"]
+    assert "# dcgm\nPackage: datacenter-gpu-manager-4-*\nPin: version 1:4.2.3*\n" in out["pref"]
+    assert "nvidia-driver" not in out["pref"]
 
 
 def test_acs_conf_lists_the_rail_nics() -> None:

@@ -25,7 +25,10 @@ WHICH_PKG = "all_reduce_perf\t/usr/bin/all_reduce_perf\nnvbandwidth\t/usr/bin/nv
 
 
 def node_with(node: NodeExpect, **pins: dict[str, Any]) -> NodeExpect:
-    return dataclasses.replace(node, software={**node.software, **pins})
+    """``node`` with other benchmark pins in its desired state (the only place validators read them)."""
+    sw = node.desired_state["software"]
+    software = {**sw, "benchmarks": {**sw["benchmarks"], **pins}}
+    return dataclasses.replace(node, desired_state={**node.desired_state, "software": software})
 
 
 def fake(which: str = WHICH_PKG, dpkg: str = DPKG_OK) -> FakeNode:
@@ -33,14 +36,14 @@ def fake(which: str = WHICH_PKG, dpkg: str = DPKG_OK) -> FakeNode:
 
 
 def test_the_plan_pins_both_tools_as_packages(ib_node: NodeExpect) -> None:
-    assert ib_node.software["nccl_tests"] == {
+    assert ib_node.pins["benchmarks"]["nccl_tests"] == {
         "version": "2.14.1",
         "install": "package",
         "package": None,
         "url": None,
         "sha256": None,
     }
-    assert ib_node.software["nvbandwidth"]["version"] == "0.8"
+    assert ib_node.pins["benchmarks"]["nvbandwidth"]["version"] == "0.8"
 
 
 @pytest.mark.parametrize("tool", ["nccl_tests", "nvbandwidth"])
@@ -111,9 +114,11 @@ def test_artifact_and_source_installs_resolve_into_the_versioned_prefix(
 
 
 def test_a_plan_without_the_pin_is_an_error(ib_node: NodeExpect) -> None:
-    software = {k: v for k, v in ib_node.software.items() if k != "nvbandwidth"}
+    sw = ib_node.desired_state["software"]
+    benchmarks = {k: v for k, v in sw["benchmarks"].items() if k != "nvbandwidth"}
+    desired = {**ib_node.desired_state, "software": {**sw, "benchmarks": benchmarks}}
     with pytest.raises(CheckError, match=r"no software\.nvbandwidth pin"):
-        bench.test_tool(dataclasses.replace(ib_node, software=software), fake(), "nvbandwidth")
+        bench.test_tool(dataclasses.replace(ib_node, desired_state=desired), fake(), "nvbandwidth")
 
 
 def test_the_check_knows_the_role_defaults() -> None:

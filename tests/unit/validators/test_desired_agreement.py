@@ -61,7 +61,14 @@ RDMA = {
         "stack_version": "{{ rdma_stack_version }}",
     },
 }
-GPU = {"expressions": {"acs": "{{ _nvidia_gpu_acs_disable | bool }}"}}
+GPU = {
+    "expressions": {
+        "acs": "{{ _nvidia_gpu_acs_disable | bool }}",
+        "groups": "{{ _nvidia_gpu_pinned_groups }}",
+    }
+}
+NCCL = {"expressions": {"package": "{{ _nccl_package }}"}}
+ROLES = (("os_tuning", OS_TUNING), ("nvidia_gpu", GPU), ("nccl", NCCL))
 
 
 os_tuning = validator("os_tuning")
@@ -109,7 +116,7 @@ def compile_and_render(texts: list[str], out: Path) -> list[tuple[dict[str, Node
         views.append(nodes_of(read_plan_json(folder / "plan.json"), folder))
         for host in ("roce-01", "ib-01"):
             rdma = RDMA if host.startswith("roce") else {"expressions": RDMA["expressions"]}  # no QoS on IB
-            for role, req in (("os_tuning", OS_TUNING), ("rdma", rdma), ("nvidia_gpu", GPU)):
+            for role, req in (*ROLES, ("rdma", rdma)):
                 jobs.append([str(folder / "hosts.yml"), host, role, "Debian", FACTS, req])
     batch = out / "jobs.json"
     batch.write_text(json.dumps(jobs))
@@ -126,7 +133,7 @@ def compile_and_render(texts: list[str], out: Path) -> list[tuple[dict[str, Node
     for nodes in views:
         per_host = {}
         for host in ("roce-01", "ib-01"):
-            per_host[host] = {role: next(rendered) for role in ("os_tuning", "rdma", "nvidia_gpu")}
+            per_host[host] = {role: next(rendered) for role in (*(r for r, _ in ROLES), "rdma")}
         out_views.append((nodes, per_host))
     return out_views
 
@@ -138,7 +145,7 @@ def _shell_vars(text: str) -> dict[str, str]:
 
 def assert_agree(node: NodeExpect, r: dict[str, Any]) -> None:
     """Every setting the roles render equals what the validators expect of the node."""
-    ot, rdma, gpu = r["os_tuning"], r["rdma"], r["nvidia_gpu"]
+    ot, rdma, gpu, nccl = r["os_tuning"], r["rdma"], r["nvidia_gpu"], r["nccl"]
     # kernel command line (C-states by the SKU's vendor, IOMMU, hugepages with the per-NUMA split)
     line = ot["grub"].splitlines()[-1]
     params = line.split("$GRUB_CMDLINE_LINUX }", 1)[1].rstrip('"').split()
@@ -184,7 +191,14 @@ def assert_agree(node: NodeExpect, r: dict[str, Any]) -> None:
         want_rdma["version"],
         want_rdma["qos_tool"],
     )
-    assert want_rdma["qos_tool"] == ("mlnx_qos" if node.software["rdma"]["stack"] == "doca-ofed" else "dcb")
+    assert want_rdma["qos_tool"] == ("mlnx_qos" if want_rdma["stack"] == "doca-ofed" else "dcb")
+    # pinned packages (test_driver_packages, test_dcgm, test_nccl): the groups the roles install for the
+    # node's family are the desired state's, names, versions and epochs unchanged
+    want_pkgs = node.pins["packages"]["Debian"]
+    assert [{k: v for k, v in g.items() if k != "pin"} for g in gpu["groups"]] == [
+        g for g in want_pkgs if g["label"] in ("driver", "fabricmanager", "dcgm")
+    ]
+    assert nccl["package"] == next(g for g in want_pkgs if g["label"] == "nccl")
     # rails: netdev MTU and (RoCE) QoS, as the boot-time script and the per-setting tasks apply them
     rails = {r.index: r for r in node.rails}
     for rail in node.rails:

@@ -96,24 +96,53 @@ UBUNTU = 'NAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID="24.04"\n'
 ROCKY = 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="9.4"\n'
 
 
-def _with(node: NodeExpect, **software: object) -> NodeExpect:
-    return node.__class__(**{**node.__dict__, "software": {**node.software, **software}})
+def _with(node: NodeExpect, rdma: dict[str, str] | None = None, **pins: object) -> NodeExpect:
+    """``node`` with other pins in its desired state (the only place validators read them from)."""
+    desired = dict(node.desired_state)
+    if rdma is not None:
+        desired["rdma"] = {**desired["rdma"], **rdma}
+    desired["software"] = {**desired["software"], **pins}
+    return node.__class__(**{**node.__dict__, "desired_state": desired})
+
+
+DCGM_DEB = "datacenter-gpu-manager-4-core\t1:4.2.3-1\tii \ndatacenter-gpu-manager-4-cuda12\t1:4.2.3-1\tii \n"
+DRIVER_DEB = (
+    "nvidia-driver-570\t570.133.20-0ubuntu1\thi \nnvidia-fabricmanager-570\t570.133.20-1\thi \n"
+    "libnvidia-nscq-570\t570.133.20-1\thi \n"
+)
 
 
 def test_packages_against_pins(ib_node: NodeExpect) -> None:
     dpkg = software.DPKG
     listing = (
         "libnccl2\t2.26.2-1+cuda12.8\thi \nrdma-core\t44.0-2\tii \ndoca-ofed\t2.10.0-1\thi \n"
-        "datacenter-gpu-manager-4-core\t1:4.2.3-1\tii \nlibnccl-dev\t2.26.2-1+cuda12.8\trc \n"
+        f"{DCGM_DEB}libnccl-dev\t2.26.2-1+cuda12.8\trc \n{DRIVER_DEB}"
     )
     deb = {software.OS_RELEASE: (0, UBUNTU)}
     # the lab pins DOCA 2.10.0; its ofed_info prints the OFED version of that release (simulated 25.01)
     ofed = {software.OFED_INFO: (0, "OFED-internal-25.01-0.6.0:\n")}
-    assert ib_node.software["rdma"] == {"stack": "doca-ofed", "version": "2.10.0"}
+    assert {k: ib_node.desired["rdma"][k] for k in ("stack", "version")} == {
+        "stack": "doca-ofed",
+        "version": "2.10.0",
+    }
     node = FakeNode({dpkg: (0, listing), **deb, **ofed})
     software.test_nccl(ib_node, node)
     software.test_rdma(ib_node, node)
     software.test_dcgm(ib_node, node)
+    software.test_driver_packages(ib_node, node)
+    # each package of a group at the group's version (DCGM's epoch 1 included); missing ones named
+    with pytest.raises(CheckFailed, match=r"datacenter-gpu-manager-4-cuda12=not installed"):
+        software.test_dcgm(ib_node, FakeNode({dpkg: (0, listing.replace("-cuda12\t", "-cuda13\t")), **deb}))
+    with pytest.raises(CheckFailed, match=r"datacenter-gpu-manager-4-core=4.2.3-1"):
+        software.test_dcgm(ib_node, FakeNode({dpkg: (0, listing.replace("1:4.2.3-1", "4.2.3-1", 1)), **deb}))
+    with pytest.raises(CheckFailed, match=r"libnvidia-nscq-570=not installed"):
+        software.test_driver_packages(
+            ib_node, FakeNode({dpkg: (0, listing.replace("libnvidia-nscq-570", "x")), **deb})
+        )
+    with pytest.raises(CheckFailed, match=r"nvidia-driver-570=570.124.06-1"):
+        software.test_driver_packages(
+            ib_node, FakeNode({dpkg: (0, listing.replace("570.133.20-0ubuntu1", "570.124.06-1")), **deb})
+        )
     want = (
         r"expected 25.01-0.6.0 \(DOCA-OFED of DOCA-Host 2.10.0\); "
         r"found OFED-internal-25.01-0.6.0; package not"
@@ -123,7 +152,9 @@ def test_packages_against_pins(ib_node: NodeExpect) -> None:
             ib_node, FakeNode({dpkg: (0, listing.replace("doca-ofed\t2.10.0-1\thi \n", "")), **deb, **ofed})
         )
     software.test_rdma(_with(ib_node, rdma={"stack": "inbox", "version": "44.0"}), node)
-    with pytest.raises(CheckFailed, match=r"NCCL \(libnccl2\): expected 2.26.2; found libnccl2 2.25.1-1"):
+    with pytest.raises(
+        CheckFailed, match=r"NCCL 2.26.2: expected libnccl2 at 2.26.2-1\+cuda12.8; found libnccl2=2.25.1-1"
+    ):
         software.test_nccl(ib_node, FakeNode({dpkg: (0, listing.replace("2.26.2-1", "2.25.1-1", 1)), **deb}))
     with pytest.raises(CheckError, match="dpkg-query` is not installed"):
         software.test_nccl(ib_node, FakeNode(deb))
@@ -136,14 +167,34 @@ def test_packages_on_the_rpm_family(ib_node: NodeExpect) -> None:
     rpm = software.RPM
     listing = (
         "libnccl\t(none):2.26.2-1+cuda12.8\nrdma-core\t(none):44.0-2.el9\n"
-        "datacenter-gpu-manager-4-core\t1:4.2.3-1\n"
+        "datacenter-gpu-manager-4-core\t1:4.2.3-1\ndatacenter-gpu-manager-4-cuda12\t1:4.2.3-1\n"
+        "nvidia-driver\t3:570.133.20-1.el9\nnvidia-driver-cuda\t3:570.133.20-1.el9\n"
+        "nvidia-driver-libs\t3:570.133.20-1.el9\nkmod-nvidia-latest-dkms\t3:570.133.20-1.el9\n"
+        "nvidia-fabric-manager\t(none):570.133.20-1\nlibnvidia-nscq-570\t(none):570.133.20-1\n"
     )
     node = FakeNode({rpm: (0, listing), software.OS_RELEASE: (0, ROCKY)})
     inbox = _with(ib_node, rdma={"stack": "inbox", "version": "44.0"})
     software.test_nccl(ib_node, node)
     software.test_rdma(inbox, node)
     software.test_dcgm(ib_node, node)
+    software.test_driver_packages(ib_node, node)
     assert software.DPKG not in node.asked
+    # the RHEL driver RPMs carry epoch 3: another epoch is another build
+    with pytest.raises(CheckFailed, match=r"nvidia-driver-libs=2:570.133.20-1.el9"):
+        software.test_driver_packages(
+            ib_node,
+            FakeNode(
+                {
+                    rpm: (0, listing.replace("nvidia-driver-libs\t3:", "nvidia-driver-libs\t2:")),
+                    software.OS_RELEASE: (0, ROCKY),
+                }
+            ),
+        )
+    with pytest.raises(CheckFailed, match=r"libnccl=\(none\):2.26.2-1\+cuda12.9"):
+        software.test_nccl(
+            ib_node,
+            FakeNode({rpm: (0, listing.replace("cuda12.8", "cuda12.9")), software.OS_RELEASE: (0, ROCKY)}),
+        )
     with pytest.raises(CheckFailed, match=r"rdma-core: expected 44.0; found rdma-core \(none\):51.0-1.el9"):
         software.test_rdma(
             inbox, FakeNode({rpm: (0, "rdma-core\t(none):51.0-1.el9\n"), software.OS_RELEASE: (0, ROCKY)})

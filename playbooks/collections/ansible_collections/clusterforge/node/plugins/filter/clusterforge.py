@@ -105,8 +105,15 @@ def packages_missing(packages, installed, version="", family="Debian", epoch="")
         elif family == "RedHat":
             want_epoch = epoch or (version.split(":", 1)[0] if ":" in version else "")
             want_version = version.split(":", 1)[1] if ":" in version else version
+            # a pin with a release (``2.26.2-1+cuda12.8``) is compared with version-release
+            with_release = "-" in want_version
             ok = any(
-                str(p.get("version", "")) == want_version
+                (
+                    "%s-%s" % (p.get("version", ""), p.get("release", ""))
+                    if with_release
+                    else str(p.get("version", ""))
+                )
+                == want_version
                 and (not want_epoch or str(p.get("epoch") or "") == want_epoch)
                 for p in found
             )
