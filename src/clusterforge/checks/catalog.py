@@ -180,6 +180,10 @@ VALIDATORS: tuple[Check, ...] = (
     _v("rdma.roce_gid", "RoCE GID as declared"),
     _v("rdma.roce_tos", "RoCE ToS as declared"),
     _v("rdma.qos_unit", "the RoCE QoS unit is installed and ran"),
+    _v(
+        "modules.resident",
+        "kernel modules the roles load (peermem, rdma_cm, nvidia-fs) loaded and listed for boot",
+    ),
     _v("software.driver", "NVIDIA driver version as declared"),
     _v("software.driver_packages", "driver (and fabric manager) packages at the plan's version and epoch"),
     _v("software.cuda", "CUDA version as declared"),

@@ -178,6 +178,28 @@ def rdma_desired(software: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+#: the kernel modules the roles load now and at every boot: (module, its modules-load.d file, role)
+PEERMEM = ("nvidia_peermem", "/etc/modules-load.d/nvidia-peermem.conf", "nvidia_gpu")
+RDMA_CM = ("rdma_cm", "/etc/modules-load.d/clusterforge-rdma.conf", "rdma")
+
+
+def modules_desired(rails: list[dict[str, Any]], storage: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The modules the roles make resident: nvidia_peermem (GPUDirect RDMA, every GPU node), rdma_cm where
+    RoCE QoS is applied (its configfs holds the RDMA-CM default ToS: RoCE rails or lossless storage NICs),
+    nvidia-fs where GPUDirect Storage is declared (the storage state's `gds.module`). ``sysfs``: the name
+    under /sys/module ('-' is '_')."""
+    picked = [PEERMEM]
+    storage_qos = bool(((storage or {}).get("nics") or {}).get("qos"))
+    if any(r["link_layer"] == "Ethernet" for r in rails) or storage_qos:
+        picked.append(RDMA_CM)
+    out = [
+        {"name": name, "sysfs": name.replace("-", "_"), "boot_file": path, "role": role}
+        for name, path, role in picked
+    ]
+    gds = (storage or {}).get("gds") or {}
+    return out + ([dict(gds["module"])] if gds.get("enabled") else [])
+
+
 def rail_desired(
     rail: dict[str, Any], tuning: dict[str, Any], qos: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -215,6 +237,7 @@ def node_desired(
     vendor = cpu_vendor(sku)
     hp = hugepages(tuning, numa_nodes(sku))
     qos = roce_qos(tuning)  # once: the RoCE rails and lossless storage NICs carry this same policy
+    storage_state = storage_desired(sku, storage, qos)
     return {
         "version": DESIRED_VERSION,
         "kernel": {"cmdline": kernel_cmdline(tuning, vendor, hp), "managed_keys": list(CMDLINE_MANAGED_KEYS)},
@@ -241,6 +264,7 @@ def node_desired(
         "rails": [rail_desired(r, tuning, qos) for r in sorted(rails, key=lambda r: int(r["index"]))],
         "lldp": lldp_desired(sku, rails),
         "monitoring": monitoring_desired(sku, rails, monitoring),
-        "storage": storage_desired(sku, storage, qos),
+        "storage": storage_state,
+        "modules": modules_desired(rails, storage_state),
         "link_counters": counters_desired(sku, link_counters),
     }

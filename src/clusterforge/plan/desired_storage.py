@@ -25,6 +25,13 @@ MD_DEVICE = "/dev/md/scratch"
 MD_NAME = "scratch"
 JUICEFS_BIN = "/usr/local/bin/juicefs"
 JUICEFS_CACHE = "juicefs-cache"  # under the scratch mount point, when the node has scratch
+#: GPUDirect Storage's kernel module and the modules-load.d file the storage role writes for it
+NVIDIA_FS = {
+    "name": "nvidia-fs",
+    "sysfs": "nvidia_fs",
+    "boot_file": "/etc/modules-load.d/clusterforge-nvidia-fs.conf",
+    "role": "storage",
+}
 CUFILE_JSON = "/etc/cufile.json"
 
 
@@ -187,7 +194,7 @@ def storage_desired(
         "types": types,
         "lnet": _lnet(shared, nics, sku),
         "scratch": sc,
-        "gds": {"enabled": bool(spec.get("gds")), "cufile_json": CUFILE_JSON},
+        "gds": {"enabled": bool(spec.get("gds")), "cufile_json": CUFILE_JSON, "module": dict(NVIDIA_FS)},
         "juicefs": (
             {"binary": JUICEFS_BIN, "url": juicefs["client_url"], "sha256": juicefs["client_sha256"]}
             if juicefs

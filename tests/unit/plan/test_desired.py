@@ -168,3 +168,27 @@ def test_expectation_digest_covers_the_desired_state(spec_text, plan_text, monke
     a = {n["name"]: n["expectation_digest"] for n in base.doc["nodes"]}
     b = {n["name"]: n["expectation_digest"] for n in changed.doc["nodes"]}
     assert all(a[k] != b[k] for k in a)  # a compiler change moves every digest, though the spec did not
+
+
+def test_modules_follow_rails_storage_qos_and_gds() -> None:
+    """nvidia_peermem always; rdma_cm where RoCE QoS is applied (RoCE rails or lossless storage NICs);
+    nvidia-fs with GPUDirect Storage; each with the modules-load.d file the role writes."""
+    ib = [{"link_layer": "InfiniBand"}]
+    assert [m["name"] for m in D.modules_desired(ib, None)] == ["nvidia_peermem"]
+    assert [m["name"] for m in D.modules_desired([{"link_layer": "Ethernet"}], None)] == [
+        "nvidia_peermem",
+        "rdma_cm",
+    ]
+    from clusterforge.plan.desired_storage import NVIDIA_FS
+
+    storage = {"nics": {"qos": {"trust": "dscp"}}, "gds": {"enabled": True, "module": NVIDIA_FS}}
+    got = D.modules_desired(ib, storage)
+    assert [(m["name"], m["sysfs"]) for m in got] == [
+        ("nvidia_peermem", "nvidia_peermem"),
+        ("rdma_cm", "rdma_cm"),
+        ("nvidia-fs", "nvidia_fs"),
+    ]
+    assert (
+        got[2]["boot_file"] == "/etc/modules-load.d/clusterforge-nvidia-fs.conf"
+        and got[2]["role"] == "storage"
+    )

@@ -59,12 +59,14 @@ RDMA = {
         "tool": "{{ _rdma_qos_tool }}",
         "stack": "{{ rdma_stack }}",
         "stack_version": "{{ rdma_stack_version }}",
+        "modules": "{{ clusterforge_desired.modules | selectattr('role', 'eq', 'rdma') | list }}",
     },
 }
 GPU = {
     "expressions": {
         "acs": "{{ _nvidia_gpu_acs_disable | bool }}",
         "groups": "{{ _nvidia_gpu_pinned_groups }}",
+        "peermem": "{{ _nvidia_gpu_peermem }}",
     }
 }
 NCCL = {"expressions": {"package": "{{ _nccl_package }}"}}
@@ -199,6 +201,11 @@ def assert_agree(node: NodeExpect, r: dict[str, Any]) -> None:
         g for g in want_pkgs if g["label"] in ("driver", "fabricmanager", "dcgm")
     ]
     assert nccl["package"] == next(g for g in want_pkgs if g["label"] == "nccl")
+    # kernel modules (test_modules): the roles write the boot file the validator reads, for the module it
+    # checks; rdma_cm only where the rdma role applies RoCE QoS
+    want_mods = {m["name"]: m for m in node.desired["modules"]}
+    assert gpu["peermem"] == want_mods["nvidia_peermem"]
+    assert [m["name"] for m in rdma["modules"]] == (["rdma_cm"] if node.roce else [])
     # rails: netdev MTU and (RoCE) QoS, as the boot-time script and the per-setting tasks apply them
     rails = {r.index: r for r in node.rails}
     for rail in node.rails:
