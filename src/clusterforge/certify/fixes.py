@@ -60,6 +60,21 @@ FIXES: dict[str, Fix] = {
         action="re-run in a quiet window; if it stays low, check the devices (nvme smart-log), the RAID "
         "members, the storage network and the servers"
     ),
+    # management network: the site's OS installer configures it (no role rewrites what clusterforge
+    # connects over); <gw> and <netdev> are filled in by validators/test_network.py
+    "mgmt_link": Fix(
+        action="degraded management link: check the cable, the transceiver and the switch port "
+        "(`ethtool <netdev>`, the switch's port status and logs); replace the cable or optic"
+    ),
+    "mgmt_config": Fix(
+        action="the OS installer's network config (netplan/NetworkManager/systemd-networkd) must set the "
+        "management netdev's MTU to the plan's (fabrics.management.mtu); clusterforge does not rewrite the "
+        "management network it connects over"
+    ),
+    "mgmt_route": Fix(
+        action="the OS installer's network config (netplan/NetworkManager/systemd-networkd) must route via "
+        "<gw> on <netdev>; clusterforge does not rewrite the management network it connects over"
+    ),
     # nccl
     "nccl": Fix("nccl", "nccl"),
     # benchmarks (nccl-tests, nvbandwidth)

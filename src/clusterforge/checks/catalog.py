@@ -8,6 +8,7 @@ source in `refs` (keys of `REFS`); numbers without a source are clusterforge's o
 
 from __future__ import annotations
 
+from clusterforge.checks.catalog_network import NETWORK
 from clusterforge.checks.catalog_storage import STORAGE
 from clusterforge.checks.model import Action, Check, Severity, validator_check
 from clusterforge.checks.passive import PASSIVE
@@ -249,4 +250,4 @@ BURNIN: tuple[Check, ...] = (
 )
 
 
-ALL: tuple[Check, ...] = VALIDATORS + STORAGE + BURNIN + PASSIVE
+ALL: tuple[Check, ...] = VALIDATORS + NETWORK + STORAGE + BURNIN + PASSIVE

@@ -38,7 +38,9 @@ def plan(
 
     fmt = "json" if as_json else fmt
     _check_out_dir(out)
-    p = build_plan(load_spec(spec))
+    loaded = load_spec(spec)
+    _print_warnings(loaded.warnings)
+    p = build_plan(loaded)
     dest = write_outputs(p, out, svg=svg)
     if fmt == "json":
         emit(json.dumps(summary(p), indent=2, sort_keys=True), output)
@@ -47,6 +49,17 @@ def plan(
     else:
         with output.open("w", encoding="utf-8") as fh:
             print_summary(p, str(dest), file_console(fh))
+
+
+def _print_warnings(warnings: tuple[Problem, ...]) -> None:
+    """The spec's warnings, one line each on stderr (never in the report: the plan is still written)."""
+    if not warnings:
+        return
+    from clusterforge import term
+
+    err = term.console(stderr=True)
+    for w in warnings:
+        err.print(f"[yellow]warning[/]: {term.safe(w.render())}")
 
 
 def _check_out_dir(out: Path) -> None:

@@ -40,6 +40,9 @@ class LabNode:
     mgmt_mac: str
     mgmt_host_link: str
     netns: str
+    # the default route the lab configures in the node, as the site's installer would (the plan's desired
+    # management gateway: the host's bridge address, or None for no default route)
+    mgmt_gateway: str | None
     rails: tuple[Rail, ...]
     raw: dict[str, Any] = field(compare=False, repr=False)
 
@@ -108,6 +111,17 @@ def _node(cluster: str, i: int, d: dict[str, Any], problems: list[Problem]) -> L
     if not name or len(name) > 63:
         problems.append(_problem(f"nodes[{i}].name", "a host name", name))
         return None
+    gateway = _gateway(d)
+    if gateway is not None and gateway != config.HOST_IP:
+        problems.append(
+            _problem(
+                f"nodes[{i}].desired.management.gateway",
+                f"the lab host's bridge address {config.HOST_IP} (the only router on {config.MGMT_BRIDGE}) "
+                "or none (addressing.gateway in the spec)",
+                gateway,
+            )
+        )
+        return None
     fabric = str(d.get("fabric") or "none")
     rails = []
     for r in d.get("rails") or []:
@@ -133,9 +147,18 @@ def _node(cluster: str, i: int, d: dict[str, Any], problems: list[Problem]) -> L
         mgmt_mac=str(d.get("mgmt_mac") or names.lab_mac(0, ordinal)),
         mgmt_host_link=names.host_link(cluster, name, None),
         netns=names.netns_name(cluster, name),
+        mgmt_gateway=gateway,
         rails=tuple(rails),
         raw=dict(d),
     )
+
+
+def _gateway(d: dict[str, Any]) -> str | None:
+    """The node's desired default gateway (plan.json `desired.management.gateway`); None when the plan
+    declares none or predates it."""
+    mgmt = (d.get("desired") or {}).get("management") or {}
+    gw = mgmt.get("gateway") if isinstance(mgmt, dict) else None
+    return str(gw) if gw else None
 
 
 def node_of(cluster: str, raw: dict[str, Any]) -> LabNode | None:

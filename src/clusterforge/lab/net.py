@@ -65,12 +65,20 @@ def ensure_bridges(plan: LabPlan) -> None:
         if not link_exists(br):
             lines += _bridge_lines(br, config.RAIL_MTU)
     ip_batch(lines)
+    no_forwarding(config.MGMT_BRIDGE)
     prefix = config.MGMT_NETWORK.split("/")[1]
     addrs = ip("-j", "addr", "show", "dev", config.MGMT_BRIDGE).stdout
     have = {a["local"] for d in json.loads(addrs or "[]") for a in d.get("addr_info", [])}
     if config.HOST_IP not in have:
         ip("addr", "add", f"{config.HOST_IP}/{prefix}", "dev", config.MGMT_BRIDGE)
     ip("link", "set", config.MGMT_BRIDGE, "up")
+
+
+def no_forwarding(bridge: str, proc: Path = Path("/proc/sys/net/ipv4/conf")) -> None:
+    """The host never routes what the nodes send it (`net.ipv4.conf.<bridge>.forwarding=0`: packets
+    received on the bridge are not forwarded, whatever the host's global ip_forward), so the nodes' default
+    route via the host's address reaches the host only: no route out. The setting goes with the bridge."""
+    (proc / bridge / "forwarding").write_text("0\n")
 
 
 def remove_bridges() -> list[str]:
@@ -103,15 +111,24 @@ def create_node_net(node: LabNode) -> None:
             f"link set {r.host_link} master {r.bridge} up",
         ]
     ip_batch(lines)
+    ip_batch(node_lines(node), netns=node.netns)
+    flush_neighbour(node)
+
+
+def node_lines(node: LabNode) -> list[str]:
+    """The node's own network configuration, as the site's OS installer would leave it (`ip -batch` lines
+    run in the node's netns): loopback, the management address and, when the plan declares a gateway, the
+    default route through it; rail links up without an address (the roles configure them). The netns
+    outlives the node's reboots (the supervisor boots the same netns again), so this stays across them."""
     prefix = config.MGMT_NETWORK.split("/")[1]
-    inner = [
+    lines = [
         "link set lo up",
         f"link set {node.mgmt_netdev} up",
         f"addr add {node.mgmt_ip}/{prefix} dev {node.mgmt_netdev}",
     ]
-    inner += [f"link set {r.netdev} up" for r in node.rails]
-    ip_batch(inner, netns=node.netns)
-    flush_neighbour(node)
+    if node.mgmt_gateway:
+        lines.append(f"route replace default via {node.mgmt_gateway} dev {node.mgmt_netdev}")
+    return lines + [f"link set {r.netdev} up" for r in node.rails]
 
 
 def delete_node_net(node: LabNode) -> None:

@@ -19,6 +19,7 @@ from clusterforge.plan.addressing import Allocator, mac_parts, management_ips
 from clusterforge.plan.desired import netdev_mtu, node_desired
 from clusterforge.plan.desired_counters import counters_input
 from clusterforge.plan.desired_monitoring import monitoring_input
+from clusterforge.plan.desired_network import management_input
 from clusterforge.plan.desired_storage import storage_input
 from clusterforge.plan.digest import canonical_json, sha256_of
 from clusterforge.plan.fabric import Fabric, FabricInput, plan_fabric
@@ -208,6 +209,10 @@ def build_plan(spec: Spec) -> Plan:
     certification = c.certification.model_dump(mode="json")
     monitoring_in = monitoring_input(software, certification)
     counters_in = counters_input(certification)
+    management_in = management_input(
+        c.fabrics.management.model_dump(mode="json"),
+        str(c.addressing.gateway) if c.addressing.gateway is not None else None,
+    )
     names = [s.name for s in slots]
     mgmt = management_ips(c, names)
     storage = Allocator(c.addressing.storage, c.addressing.reserved) if c.addressing.storage else None
@@ -301,6 +306,7 @@ def build_plan(spec: Spec) -> Plan:
                 storage_in,
                 monitoring=monitoring_in,
                 link_counters=counters_in,
+                management=management_in,
             )
             desired[pool.sku] = (d, sha256_of(d))
         node["desired"], desired_digest = desired[pool.sku]

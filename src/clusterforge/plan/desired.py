@@ -16,6 +16,7 @@ from typing import Any
 from clusterforge.plan.desired_counters import counters_desired
 from clusterforge.plan.desired_fabric import lldp_desired
 from clusterforge.plan.desired_monitoring import monitoring_desired
+from clusterforge.plan.desired_network import management_desired
 from clusterforge.plan.desired_software import software_desired
 from clusterforge.plan.desired_storage import storage_desired
 
@@ -227,13 +228,15 @@ def node_desired(
     *,
     monitoring: Mapping[str, Any],
     link_counters: Mapping[str, Any],
+    management: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The desired state of a node of ``sku`` (the plan's SKU entry) with ``rails`` (its plan rails, or the
     SKU's rails: only index, netdev, hca, port and link_layer are read) under the cluster's ``tuning`` and
     ``software`` pins (the RDMA stack; the pins and packages of `desired_software`); ``storage``:
     desired_storage.storage_input;
     ``monitoring``: desired_monitoring.monitoring_input; ``link_counters``: desired_counters.counters_input
-    (the SKU entry's name and compute NICs' link layer are read with it)."""
+    (the SKU entry's name and compute NICs' link layer are read with it); ``management``:
+    desired_network.management_input (read with the SKU entry's management NIC)."""
     vendor = cpu_vendor(sku)
     hp = hugepages(tuning, numa_nodes(sku))
     qos = roce_qos(tuning)  # once: the RoCE rails and lossless storage NICs carry this same policy
@@ -267,4 +270,5 @@ def node_desired(
         "storage": storage_state,
         "modules": modules_desired(rails, storage_state),
         "link_counters": counters_desired(sku, link_counters),
+        "management": management_desired(sku, management),
     }

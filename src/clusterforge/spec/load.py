@@ -38,6 +38,8 @@ class Spec:
     skus: dict[str, Sku]
     file: str
     source: SourceDoc | None = field(default=None, compare=False, repr=False)
+    # what the spec declares but will not get (spec/checks_mgmt.py): reported, never a reason to refuse it
+    warnings: tuple[Problem, ...] = field(default=(), compare=False)
 
     @property
     def name(self) -> str:
@@ -281,7 +283,20 @@ def _build(doc: SourceDoc) -> Spec:
     if problems:
         raise InputError(_dedupe(problems), f"invalid cluster spec {doc.file}")
     assert cluster is not None
-    return Spec(cluster=cluster, skus=skus, file=doc.file, source=doc)
+    return Spec(cluster=cluster, skus=skus, file=doc.file, source=doc, warnings=_warnings(cluster, skus, doc))
+
+
+def _warnings(cluster: Cluster, skus: dict[str, Sku], doc: SourceDoc) -> tuple[Problem, ...]:
+    """The spec's warnings (checked once it is valid), each located like an error."""
+    from clusterforge.spec.checks_mgmt import management_warnings
+
+    out: list[Problem] = []
+
+    def warn(path: PathKey, expected: str, found: str, fix: str) -> None:
+        out.append(Problem(doc.file, format_path(path), expected, found, fix, doc.line_of(path)))
+
+    management_warnings(cluster, skus, warn)
+    return tuple(out)
 
 
 def _size_problems(cluster: Cluster, skus: dict[str, Sku], doc: SourceDoc) -> list[Problem]:

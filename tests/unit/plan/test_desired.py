@@ -9,6 +9,7 @@ import pytest
 
 from clusterforge.plan import desired as D
 from clusterforge.plan.desired_monitoring import monitoring_input
+from clusterforge.plan.desired_network import management_input
 from clusterforge.plan.expect import DESIRED_VERSION as READ_VERSION
 from clusterforge.spec.model import Certification, Software
 
@@ -17,6 +18,10 @@ DEFAULT_PINS = monitoring_input(
     {"dcgm_exporter": Software.model_fields["dcgm_exporter"].default},
     {"health_interval_s": Certification.model_fields["health_interval_s"].default},
 )
+
+# the management network as a spec declares it (fabrics.management, no addressing.gateway)
+MGMT = management_input({"speed_gbps": 10, "mtu": 1500}, None)
+MGMT_NIC = {"count": 1, "speed_gbps": 10, "netdev": "mgmt0"}
 
 INTEL = {"cpu": {"vendor": "intel", "numa_nodes": 2}}
 
@@ -116,8 +121,8 @@ def tuning(**kw: Any) -> dict[str, Any]:
     ],
 )
 def test_kernel_cmdline(sku: dict[str, Any], t: dict[str, Any], expected: list[str]) -> None:
-    sku = {**sku, "name": "s", "compute_nics": {"link_layer": "InfiniBand"}}
-    desired = D.node_desired(sku, t, [], monitoring=DEFAULT_PINS, link_counters={})
+    sku = {**sku, "name": "s", "compute_nics": {"link_layer": "InfiniBand"}, "management_nic": MGMT_NIC}
+    desired = D.node_desired(sku, t, [], monitoring=DEFAULT_PINS, link_counters={}, management=MGMT)
     assert desired["kernel"]["cmdline"] == expected
 
 

@@ -39,6 +39,8 @@ NETS = SRC + "pulumi/networks.py"
 STOR, STOR_V = SRC + "plan/desired_storage.py", "validators/test_storage.py"
 FIO_JOBS = SRC + "remote/fio_jobs.py"  # the fio command lines of the full tier and burn-in
 COUNTERS = SRC + "spec/counter_policy.py"  # the link-counter policy merged with the spec's overrides
+# the management network compiled into the desired state, certified by validators/test_network.py
+MGMT_NET = SRC + "plan/desired_network.py"
 
 CONSUMERS: dict[str, tuple[str, str]] = {
     "kind": ("src/clusterforge/spec/load.py", "kind"),
@@ -91,14 +93,15 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "fabrics.storage.mtu": (NETS, 'int(net.get("mtu", 0))'),
     "fabrics.storage.vlan": (NETS, '"vlan": net.get("vlan")'),
     "fabrics.storage.lossless": (STOR, 'if net.get("lossless") and qos is not None'),
-    "fabrics.management.speed_gbps": (CABLING, "mg.speed_gbps"),
+    "fabrics.management.speed_gbps": (MGMT_NET, 'int(network["speed_gbps"])'),  # also the BOM's ports
     "fabrics.management.nics_per_node": (CABLING, "mg.nics_per_node"),
-    "fabrics.management.mtu": (NETS, 'int(net["mtu"])'),
+    "fabrics.management.mtu": (MGMT_NET, 'int(network["mtu"])'),
     "fabrics.management.vlan": (NETS, '"vlan": net.get("vlan")'),
     "addressing.management": (PLAN, "c.addressing.management"),
     "addressing.storage": (PLAN, "Allocator(c.addressing.storage"),
     "addressing.compute": (PLAN, "c.addressing.compute.get(f"),
     "addressing.reserved": (PLAN, "c.addressing.reserved"),
+    "addressing.gateway": (PLAN, "str(c.addressing.gateway) if c.addressing.gateway is not None"),
     "software.nvidia_driver.branch": (INV, '"nvidia_gpu_driver_branch"'),
     "software.nvidia_driver.version": (INV, '"nvidia_gpu_driver_version"'),
     "software.cuda": (SRC + "plan/desired_software.py", 'cuda = str(software["cuda"])'),
@@ -244,6 +247,7 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "skus[].storage_nics.netdev": (CABLING, '["storage_nics"]["netdev"]'),
     "skus[].management_nic.count": (CHECKS, "nics.count"),
     "skus[].management_nic.netdev": (PLAN, "management_nic.netdev"),
+    "skus[].management_nic.speed_gbps": (MGMT_NET, 'int(nic["speed_gbps"])'),
     "skus[].thresholds.*.value": (SRC + "plan/expect.py", 'float(t["value"])'),
     "skus[].thresholds.*.unit": (SRC + "plan/expect.py", 't.get("unit"'),
     "skus[].thresholds.*.source": (SRC + "plan/expect.py", 't.get("source"'),
@@ -263,11 +267,9 @@ NO_BEHAVIOUR: dict[str, str] = {
     "skus[].thresholds.*.marker": "provenance class of the threshold (verified/secondary/derived)",
 }
 
-KNOWN_GAPS: dict[str, str] = {
-    "skus[].management_nic.speed_gbps": "not read: the example specs run 25 Gb/s management networks on the "
-    "catalog's 10 Gb/s management NICs; one of the two is wrong, a check would refuse every example",
-    "addressing.gateway": "checked to lie in the management subnet; no role installs the route",
-}
+# empty since the management network is certified (issue 15): skus[].management_nic.speed_gbps and
+# addressing.gateway are compiled into desired.management (plan/desired_network.py); a new gap goes here
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _models_in(ann: object) -> list[tuple[type[BaseModel], str]]:

@@ -180,7 +180,7 @@ def test_naming_that_is_not_a_hostname() -> None:
 def test_driver_version_not_in_branch() -> None:
     text = edit(LAB, 'version: "570.133.20"', 'version: "565.57.01"')
     p = only(text)
-    assert (p.path, p.line) == ("software.nvidia_driver.version", 54)
+    assert (p.path, p.line) == ("software.nvidia_driver.version", line_of(text, 'version: "565.57.01"'))
     assert p.expected == "a version of branch 570 (570.x)"
     assert p.found == "565.57.01"
     assert 'branch: "565"' in p.fix
