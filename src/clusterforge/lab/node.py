@@ -107,6 +107,11 @@ def inject_identity(
         _put(sim_state, json.dumps(initial_state(plan.raw, node.name), indent=1, sort_keys=True) + "\n")
     if fresh or not (etc / "hosts").exists():
         _put(etc / "hosts", hosts_file(plan, controller))
+    if fresh or not (etc / "resolv.conf").exists():
+        # The site's resolver, as the installer leaves it: the lab host. It serves no DNS, so a lookup is
+        # refused at once (ICMP port unreachable) instead of waiting out the image's copy of this machine's
+        # resolver, which the nodes' default route (via the host, which forwards nothing) cannot reach.
+        _put(etc / "resolv.conf", f"nameserver {config.HOST_IP}\n")
 
 
 def nspawn_argv(node: LabNode, merged: Path, binds: list[str] | None = None) -> list[str]:
