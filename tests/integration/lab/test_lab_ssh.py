@@ -47,5 +47,19 @@ def test_exec_works_without_sshd(lab: Any) -> None:
 
 
 def test_nodes_have_no_route_out(lab: Any) -> None:
-    r = lab.exec(lab.plan.nodes[0].name, ["ip", "-4", "route", "show", "default"], timeout=30)
-    assert r.returncode == 0 and r.stdout.strip() == ""
+    """A node's default route (the site's gateway, as the installer leaves it: the spec's
+    addressing.gateway) is the lab host, which forwards nothing it receives on the bridge: no packet
+    leaves the lab. A TCP connect to a public address never completes."""
+    from clusterforge.lab import config
+
+    node = lab.plan.nodes[0].name
+    r = lab.exec(node, ["ip", "-4", "route", "show", "default"], timeout=30)
+    assert r.returncode == 0
+    assert r.stdout.split()[:5] in (
+        [],
+        ["default", "via", config.HOST_IP, "dev", lab.plan.nodes[0].mgmt_netdev],
+    )
+    forwarding = Path("/proc/sys/net/ipv4/conf") / config.MGMT_BRIDGE / "forwarding"
+    assert forwarding.read_text().strip() == "0"
+    r = lab.exec(node, ["timeout", "3", "bash", "-c", "exec 3<>/dev/tcp/1.1.1.1/80"], timeout=30)
+    assert r.returncode != 0
