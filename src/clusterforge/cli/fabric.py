@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -272,53 +273,81 @@ SONIC_FILES = {
 }
 
 
+# recorded Cumulus Linux NVUE JSON trees in a --outputs folder: file name -> compare_nvue argument
+NVUE_FILES = {
+    "nv-show-applied.json": "applied",  # nv show --applied -o json (REST GET /nvue_v1/?rev=applied)
+    "nv-show-interface.json": "interfaces",  # nv show interface -o json (REST GET /nvue_v1/interface)
+}
+NVUE_COMMANDS = {"applied": "nv show --applied -o json", "interfaces": "nv show interface -o json"}
+
+
 @app.command("switch-readback")
 def switch_readback(
     spec: SpecArg,
     switch: Annotated[str, typer.Option(help="the planned RoCE switch the outputs were recorded on")],
     outputs: Annotated[
         Path,
-        typer.Option(help="folder of recorded SONiC outputs: " + ", ".join(SONIC_FILES) + " (any subset)"),
+        typer.Option(
+            help="folder of recorded outputs (any subset, at least one): with --os sonic "
+            + ", ".join(SONIC_FILES)
+            + "; with --os cumulus "
+            + ", ".join(NVUE_FILES)
+        ),
     ],
     fmt: Annotated[str, format_option("text", "json")] = "text",
     output: OutputOpt = None,
+    os_name: Annotated[
+        str,
+        typer.Option(
+            "--os",
+            help="the switch's OS: sonic (the files above) or cumulus (" + ", ".join(NVUE_FILES) + ")",
+        ),
+    ] = "sonic",
 ) -> None:
-    """A SONiC switch's QoS/MTU state against what the plan renders for it. Exit 0 as planned, 3 not, 2 bad
-    input (what was not recorded is listed as not checked)."""
+    """A SONiC or Cumulus Linux (NVUE) switch's QoS/MTU state against what the plan renders for it. Exit 0
+    as planned, 3 not, 2 bad input (what was not recorded is listed as not checked)."""
     import json
 
     from clusterforge.errors import InputError, Problem
-    from clusterforge.hw import ParseError, sonic_show
+    from clusterforge.hw import ParseError, nvue_show, sonic_show
+    from clusterforge.switchcfg.nvue_readback import compare_nvue
     from clusterforge.switchcfg.sonic_readback import compare_sonic
 
-    parsers = {
+    parsers: dict[str, Callable[[str], object]] = {
         "status": sonic_show.parse_interfaces_status,
         "ecn": lambda t: sonic_show.parse_profiles(t, "ecnconfig -l"),
         "mmu": sonic_show.parse_profiles,
         "pfc": sonic_show.parse_pfc_counters,
         "queues": sonic_show.parse_queue_counters,
+        "applied": nvue_show.parse_applied,
+        "interfaces": nvue_show.parse_interfaces,
     }
+    files = {"sonic": SONIC_FILES, "cumulus": NVUE_FILES}.get(os_name)
+    if files is None:
+        raise InputError(
+            [Problem("--os", "", "sonic or cumulus", repr(os_name), "name the switch's OS")], "unknown OS"
+        )
+    compare = compare_sonic if os_name == "sonic" else compare_nvue
     got: dict[str, object] = {}
     problems: list[Problem] = []
-    for fname, arg in SONIC_FILES.items():
+    for fname, arg in files.items():
         path = outputs / fname
         if not path.is_file():
             continue
         try:
             got[arg] = parsers[arg](path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ParseError) as exc:
-            problems.append(Problem(str(path), "", f"the output of {fname[:-4]}", str(exc), "re-record it"))
-    if not got:
+            what = NVUE_COMMANDS.get(arg, fname[:-4])
+            problems.append(Problem(str(path), "", f"the output of {what}", str(exc), "re-record it"))
+    if not got and not problems:
         problems.append(
-            Problem(
-                str(outputs), "", "one of " + ", ".join(SONIC_FILES), "none", "record the switch's outputs"
-            )
+            Problem(str(outputs), "", "one of " + ", ".join(files), "none", "record the switch's outputs")
         )
     if problems:
         raise InputError(problems, "unreadable switch outputs")
     plan = _plan(spec)
     try:
-        r = compare_sonic(plan.doc, switch, **got)  # type: ignore[arg-type]
+        r = compare(plan.doc, switch, **got)  # type: ignore[arg-type]
     except ValueError as exc:
         raise InputError(
             [Problem(str(spec), "fabrics", "a RoCE switch of the plan", repr(switch), str(exc))],

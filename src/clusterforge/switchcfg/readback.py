@@ -1,6 +1,7 @@
 """The result of reading a fabric device's running configuration back against what clusterforge renders for
-it (a SONiC switch: sonic_readback.py; an OpenSM subnet manager: opensm_readback.py): what deviates (item,
-expected, found, and the fix where the comparison knows one), what was checked, what was not given."""
+it (a SONiC switch: sonic_readback.py; a Cumulus Linux switch: nvue_readback.py; an OpenSM subnet manager:
+opensm_readback.py): what deviates (item, expected, found, and the fix where the comparison knows one), what
+was checked, what was not given."""
 
 from __future__ import annotations
 

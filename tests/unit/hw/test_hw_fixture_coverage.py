@@ -4,6 +4,7 @@ way)."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from clusterforge.hw import (
     nic_counters,
     nvbandwidth,
     nvidia_smi,
+    nvue_show,
     ofed_info,
     opensm_conf,
     packages,
@@ -116,6 +118,9 @@ PARSERS: dict[str, Parser] = {
     "rdma-link": rdma_link.parse,
     "show_gids": show_gids.parse,
     "xid": xid.parse,
+    "nvue-rest-root-applied-json": nvue_show.parse_applied,
+    # the capture is the test author's Python literal of the JSON body (SOURCES.md), not JSON text
+    "nvue-rest-interface-pydict": lambda text: nvue_show.interfaces_from(ast.literal_eval(text)),
     "sonic-ecnconfig-l": lambda text: sonic_show.parse_profiles(text, "ecnconfig -l"),
     "sonic-mmuconfig-l": sonic_show.parse_profiles,
     "sonic-show-interfaces-status": sonic_show.parse_interfaces_status,
