@@ -161,3 +161,20 @@ def test_perftest_between_two_nodes(simroot: Path) -> None:
     p = _tool(a.root, "ib_write_bw", "-d", "mlx5_1", "-p", port)
     _, err = p.communicate(timeout=30)
     assert p.returncode != 0 and "state is Down" in err
+
+
+def test_mlxfwmanager_query_reads_the_running_firmware(node: SimNode) -> None:
+    """MFT's firmware query, parsed by the parser the nic_firmware check uses (tested on real captures):
+    the NIC's running firmware and PSID, for one device by PCI address or for all; only --query exists."""
+    from clusterforge.hw import mlxfwmanager
+
+    one = mlxfwmanager.parse(node.ok("mlxfwmanager", "--query", "-d", "0000:18:00.0"))
+    assert len(one) == 1
+    state = node.state
+    nic = next(n for n in state["nics"] if n["pci"] == "0000:18:00.0")
+    assert (one[0].firmware, one[0].psid) == (nic["fw"], nic["board_id"])
+    assert len(mlxfwmanager.parse(node.ok("mlxfwmanager", "--query"))) == len(state["nics"])
+    rc, _, err = node.run("mlxfwmanager", "--query", "-d", "0000:99:00.0")
+    assert rc != 0 and "Failed to open device" in err
+    rc, _, err = node.run("mlxfwmanager", "-u", "-i", "fw.bin")
+    assert rc != 0

@@ -39,6 +39,7 @@ def _tools() -> dict[str, Callable[[list[str]], int]]:
         "dcb": dcb.main,
         "ethtool": ethtool.main,
         "mlxconfig": mlnx.mlxconfig,
+        "mlxfwmanager": mlnx.mlxfwmanager,
         "dmesg": klog.main,
         "modprobe": lambda a: kmod.main(a, "modprobe"),
         "rmmod": lambda a: kmod.main(a, "rmmod"),

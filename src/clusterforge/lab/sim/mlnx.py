@@ -340,3 +340,70 @@ def mlxconfig(argv: list[str]) -> int:
         out += ["Applying... Done!", "-I- Please reboot machine to load new configurations."]
     sys.stdout.write("\n".join(out) + "\n")
     return 0
+
+
+# ---- mlxfwmanager ---------------------------------------------------------------------------------------
+# `mlxfwmanager --query [-d DEV]` as MFT prints it (the layout of the real captures in
+# tests/fixtures/real/mlxfwmanager__*): one block per device, the running FW version from the simulated
+# NIC (what ibstat's "Firmware version" and the driver's log show too), no firmware image bundled, so
+# "Available" is N/A and the status "No matching image found". Read-only: burning firmware is not simulated.
+
+
+def fw_block(st: dict[str, Any], nic: dict[str, Any], index: int, dev: str) -> list[str]:
+    typ, part, desc = _NAMES.get(st["sku"]["compute_nics"]["part_id"], ("ConnectX7", "N/A", "N/A"))
+    out = [
+        "",
+        f"Device #{index}:",
+        "----------",
+        "",
+        f"  Device Type:      {typ}",
+        f"  Part Number:      {part}",
+        f"  Description:      {desc}",
+        f"  PSID:             {nic['board_id']}",
+        f"  PCI Device Name:  {dev}",
+    ]
+    if nic.get("node_guid") and st["sku"]["compute_nics"]["link_layer"] == "InfiniBand":
+        out.append(f"  Base GUID:        {str(nic['node_guid']).replace(':', '')}")
+    out += [
+        f"  Base MAC:         {str(nic['mac']).replace(':', '')}",
+        "  Versions:         Current        Available",
+        f"     FW             {nic['fw']:<15}N/A",
+        "",
+        "  Status:           No matching image found",
+    ]
+    return out
+
+
+def mlxfwmanager(argv: list[str]) -> int:
+    dev = None
+    query_mode = False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-d", "--dev") and i + 1 < len(argv):
+            dev = argv[i + 1]
+            i += 2
+            continue
+        if a == "--query":
+            query_mode = True
+        elif a.startswith("-") and a not in ("--yes", "-y"):
+            sys.stderr.write(f"-E- Unsupported option by the clusterforge lab's mlxfwmanager: {a}\n")
+            return 1
+        i += 1
+    if not query_mode:
+        sys.stderr.write("-E- only --query is simulated (no firmware images in the lab)\n")
+        return 1
+    st = S.load()
+    if dev is None:
+        nics = [(n, n["pci"]) for n in st["nics"]]
+    else:
+        nic = S.nic_by(st, dev.rsplit("/", 1)[-1])
+        if nic is None:
+            sys.stderr.write(f"-E- Failed to open device: {dev}. No such device\n")
+            return 1
+        nics = [(nic, dev)]
+    out = ["Querying Mellanox devices firmware ..."]
+    for idx, (nic, name) in enumerate(nics, 1):
+        out += fw_block(st, nic, idx, name)
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0

@@ -230,7 +230,8 @@ def doca_packages() -> list[Deb]:
     """The DOCA-OFED profile under its real package names: `doca-ofed` (the profile metapackage) depends on
     the userspace set (rdma-core, ibverbs-utils, infiniband-diags, perftest: Debian's builds here, NVIDIA's
     own builds in the real DOCA repository), `mlnx-tools` (mlnx_qos, show_gids, ibdev2netdev), `mft`
-    (mlxconfig) and `ofed-scripts` (ofed_info). The tools are the simulator's; no kernel modules."""
+    (mlxconfig, mlxfwmanager) and `ofed-scripts` (ofed_info). The tools are the simulator's; no kernel
+    modules."""
     debs: list[Deb] = []
     for doca, ofed, mft in doca_versions():
         v = f"{ofed}-1"
@@ -252,8 +253,8 @@ def doca_packages() -> list[Deb]:
             Deb(
                 "mft",
                 f"{mft}",
-                "NVIDIA Firmware Tools (mlxconfig), simulated by the clusterforge lab",
-                links={"/usr/bin/mlxconfig": paths.ENTRY},
+                "NVIDIA Firmware Tools (mlxconfig, mlxfwmanager --query), simulated by the clusterforge lab",
+                links={"/usr/bin/mlxconfig": paths.ENTRY, "/usr/bin/mlxfwmanager": paths.ENTRY},
                 files=_marker("mft", version=mft),
             )
         )
