@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -56,6 +57,21 @@ def require_text(tool: str, text: str) -> None:
         raise ParseError(tool, f"expected text, got {type(text).__name__}")
     if not text.strip():
         raise ParseError(tool, "empty output")
+
+
+def load_json(tool: str, text: str, root: type[dict[str, Any]] | type[list[Any]], hint: str = "") -> Any:
+    """The JSON document ``tool`` printed, whose root must be a ``root`` (dict or list); ParseError for
+    empty text, text that is not JSON (``hint``: how to get JSON, e.g. "run with -j") or another root."""
+    require_text(tool, text)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        how = f" ({hint})" if hint else ""
+        raise ParseError(tool, f"not JSON{how}: {e.msg}", line_no=e.lineno) from None
+    if not isinstance(doc, root):
+        kind = "object" if root is dict else "array"
+        raise ParseError(tool, f"expected a JSON {kind}, found {type(doc).__name__}")
+    return doc
 
 
 def is_cpulist(value: str) -> bool:

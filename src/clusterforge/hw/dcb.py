@@ -11,11 +11,10 @@ no entry is absent. ``dcb -j apptrust show dev X`` (iproute2 6.2+) is ``{"order"
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from ._common import require_text
+from ._common import load_json
 from .errors import ParseError
 
 TOOL = "dcb"
@@ -46,13 +45,7 @@ class DcbApp:
 
 
 def _object(text: str) -> dict[str, Any]:
-    require_text(TOOL, text)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ParseError(TOOL, f"not JSON (run with -j): {e.msg}", line_no=e.lineno) from None
-    if not isinstance(doc, dict):
-        raise ParseError(TOOL, f"expected a JSON object, found {type(doc).__name__}")
+    doc: dict[str, Any] = load_json(TOOL, text, dict, "run with -j")
     return doc
 
 

@@ -10,12 +10,11 @@ sub-path in brackets (``/dev/mapper/vg-data[/kubelet]``). ``mount`` prints ``SOU
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from ._common import require_text, split_lines, to_bytes
+from ._common import load_json, split_lines, to_bytes
 from .errors import ParseError
 
 TOOL = "findmnt"
@@ -66,12 +65,8 @@ def _walk(items: Any, out: list[Mount]) -> None:
 
 def parse_json(text: str) -> list[Mount]:
     """``findmnt --json [...]``: every mount, submounts flattened in tree order."""
-    require_text(TOOL, text)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ParseError(TOOL, f"not JSON (run with --json): {e.msg}", line_no=e.lineno) from None
-    if not isinstance(doc, dict) or "filesystems" not in doc:
+    doc = load_json(TOOL, text, dict, "run with --json")
+    if "filesystems" not in doc:
         raise ParseError(TOOL, "expected an object with 'filesystems'")
     out: list[Mount] = []
     _walk(doc["filesystems"], out)

@@ -13,11 +13,10 @@ object ``via`` with ``family`` and ``host``. No route at all is ``[]``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from ._common import require_text
+from ._common import load_json
 from .errors import ParseError
 
 TOOL = "ip route"
@@ -132,13 +131,7 @@ def _route(obj: Any, i: int) -> Route:
 
 def parse(text: str) -> tuple[Route, ...]:
     """Every route of ``ip -j route show [...]``, in the order ip printed them (the kernel's table order)."""
-    require_text(TOOL, text)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ParseError(TOOL, f"not JSON (run with -j): {e.msg}", line_no=e.lineno) from None
-    if not isinstance(doc, list):
-        raise ParseError(TOOL, f"expected a JSON array of routes, found {type(doc).__name__}")
+    doc = load_json(TOOL, text, list, "run with -j")
     return tuple(_route(r, i) for i, r in enumerate(doc))
 
 

@@ -9,11 +9,10 @@ versions: numeric strings). Missing values are JSON null.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from ._common import require_text, to_bytes
+from ._common import load_json, to_bytes
 from .errors import ParseError
 
 TOOL = "lsblk"
@@ -61,11 +60,7 @@ def _dev(d: Any) -> BlockDev:
 
 def parse(text: str) -> list[BlockDev]:
     """The top-level devices of ``lsblk --json [--paths] [--bytes] ...``, each with its children."""
-    require_text(TOOL, text)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ParseError(TOOL, f"not JSON (run with --json): {e.msg}", line_no=e.lineno) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("blockdevices"), list):
+    doc = load_json(TOOL, text, dict, "run with --json")
+    if not isinstance(doc.get("blockdevices"), list):
         raise ParseError(TOOL, "expected an object with a 'blockdevices' list")
     return [_dev(d) for d in doc["blockdevices"]]

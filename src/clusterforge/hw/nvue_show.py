@@ -16,12 +16,12 @@ the wrong type raises ParseError naming the path; an absent branch is empty, not
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import _common
 from .errors import ParseError
 
 PROFILE = "default-global"
@@ -74,19 +74,6 @@ class NvApplied:
     version: str | None
     qos: NvQos
     interfaces: tuple[NvLink, ...] | None  # None when the tree has no interface branch
-
-
-def load_json(text: str, tool: str) -> dict[str, Any]:
-    """The JSON object `text`; ParseError for empty text, bad JSON or a non-object."""
-    if not text.strip():
-        raise ParseError(tool, "empty output")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(tool, f"not JSON: {exc.msg}", line_no=exc.lineno) from None
-    if not isinstance(doc, dict):
-        raise ParseError(tool, f"expected a JSON object, found {type(doc).__name__}")
-    return doc
 
 
 def _obj(v: object, tool: str, path: str) -> Mapping[str, Any]:
@@ -222,7 +209,7 @@ def qos_from(qos: Mapping[str, Any], tool: str = APPLIED_TOOL) -> NvQos:
 
 def parse_applied(text: str) -> NvApplied:
     """The root tree at the applied revision; it must have a ``qos`` branch."""
-    doc = load_json(text, APPLIED_TOOL)
+    doc = _common.load_json(APPLIED_TOOL, text, dict)
     if "qos" not in doc:
         raise ParseError(APPLIED_TOOL, f"no qos branch (top-level keys: {', '.join(sorted(doc)) or 'none'})")
     header = _obj(doc.get("header"), APPLIED_TOOL, "header")
@@ -238,7 +225,7 @@ def parse_applied(text: str) -> NvApplied:
 
 def parse_interfaces(text: str) -> list[NvLink]:
     """`nv show interface -o json`: every interface's link."""
-    doc = load_json(text, INTERFACE_TOOL)
+    doc = _common.load_json(INTERFACE_TOOL, text, dict)
     if "qos" in doc or "header" in doc:
         raise ParseError(INTERFACE_TOOL, "this is a root tree (qos/header keys), not the interface tree")
     return interfaces_from(doc)

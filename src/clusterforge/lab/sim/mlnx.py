@@ -266,24 +266,24 @@ def query(
     return out
 
 
-def mlxconfig(argv: list[str]) -> int:
-    dev = None
-    extended = yes = False
-    rest: list[str] = []
-    i = 0
+def device_option(argv: list[str]) -> tuple[str | None, list[str]]:
+    """MFT's ``-d/--dev DEV`` taken out of ``argv``: (DEV or None, the other arguments in order)."""
+    dev, rest, i = None, [], 0
     while i < len(argv):
-        a = argv[i]
-        if a in ("-d", "--dev") and i + 1 < len(argv):
+        if argv[i] in ("-d", "--dev") and i + 1 < len(argv):
             dev = argv[i + 1]
             i += 2
             continue
-        if a in ("-e", "--enable_verbosity"):
-            extended = True
-        elif a in ("-y", "--yes"):
-            yes = True
-        elif not a.startswith("-"):
-            rest.append(a)
+        rest.append(argv[i])
         i += 1
+    return dev, rest
+
+
+def mlxconfig(argv: list[str]) -> int:
+    dev, args = device_option(argv)
+    extended = any(a in ("-e", "--enable_verbosity") for a in args)
+    yes = any(a in ("-y", "--yes") for a in args)
+    rest = [a for a in args if not a.startswith("-")]
     cmd = rest[0].lower() if rest else ""
     if cmd not in ("q", "query", "set", "s", "reset", "r"):
         sys.stderr.write("-E- No command found. For more information please read the help message:\n")
@@ -375,22 +375,12 @@ def fw_block(st: dict[str, Any], nic: dict[str, Any], index: int, dev: str) -> l
 
 
 def mlxfwmanager(argv: list[str]) -> int:
-    dev = None
-    query_mode = False
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-d", "--dev") and i + 1 < len(argv):
-            dev = argv[i + 1]
-            i += 2
-            continue
-        if a == "--query":
-            query_mode = True
-        elif a.startswith("-") and a not in ("--yes", "-y"):
-            sys.stderr.write(f"-E- Unsupported option by the clusterforge lab's mlxfwmanager: {a}\n")
-            return 1
-        i += 1
-    if not query_mode:
+    dev, args = device_option(argv)
+    bad = [a for a in args if a.startswith("-") and a not in ("--query", "--yes", "-y")]
+    if bad:
+        sys.stderr.write(f"-E- Unsupported option by the clusterforge lab's mlxfwmanager: {bad[0]}\n")
+        return 1
+    if "--query" not in args:
         sys.stderr.write("-E- only --query is simulated (no firmware images in the lab)\n")
         return 1
     st = S.load()
