@@ -7,7 +7,9 @@ it). InfiniBand (no LLDP): the far end of the rail's port over a directed route,
 by, i.e. where the node's cable lands). Two crossed rails are named by both ends of both cables; a rail
 that hears nothing fails naming it (on InfiniBand: the directed-route SMP got no answer, smpquery's
 `iberror: ... query failed`, exit 255 - the port is down or nothing answers at its far end); lldpd or
-smpquery missing / not running, or smpquery unable to open the HCA port, is an error, never a verdict.
+smpquery missing / not running, or smpquery unable to open the HCA port, is an error, never a verdict; so
+is a RoCE rail that heard nothing while lldpd has listened for less than a switch's transmit interval
+(fabric/node_cabling.LLDP_LISTEN_S: a node just booted).
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from typing import Any
 import pytest
 
 from clusterforge.certify.checks import CheckError, CheckFailed, Probe, prefetches
-from clusterforge.fabric.node_cabling import Seen, ib_seen, judge, lldp_seen
+from clusterforge.fabric.node_cabling import (
+    LLDP_LISTEN_S,
+    Seen,
+    ib_seen,
+    judge,
+    lldp_seen,
+    lldpd_listened_s,
+    too_soon_to_judge,
+)
 from clusterforge.hw import ParseError, ibmad, lldp
 from clusterforge.plan.expect import NodeExpect
 from clusterforge.remote.commands import RC_REMOTE_255, argv
@@ -26,6 +36,7 @@ pytestmark = pytest.mark.quick
 
 LLDP_SHOW = argv("lldpcli", "-f", "json0", "show", "neighbors")
 LLDPD_STATE = argv("systemctl", "is-active", "lldpd")
+LLDPD_AGE = argv("ps", "-C", "lldpd", "-o", "etimes=")
 
 
 def smp_cmds(hca: str, port: int) -> tuple[str, str]:
@@ -36,7 +47,7 @@ def smp_cmds(hca: str, port: int) -> tuple[str, str]:
 @prefetches
 def commands(node: NodeExpect) -> list[str]:
     if node.roce:
-        return [LLDPD_STATE, LLDP_SHOW]
+        return [LLDPD_STATE, LLDPD_AGE, LLDP_SHOW]
     return [c for r in node.rails for c in smp_cmds(r.hca, r.port)]
 
 
@@ -94,5 +105,13 @@ def test_rail_neighbour(node: NodeExpect, probe: Probe, rail: int) -> None:
         seen = _lldp(node, probe)
     probe.note("seen", {k: [s.show() for s in v] for k, v in seen.items()})
     verdict = next(v for v in judge(node.name, expected, seen, ib) if v.rail == rail)
+    if verdict.verdict != "pass" and not ib:
+        listened = probe.parse(LLDPD_AGE, lldpd_listened_s, ok=(0, 1))
+        if too_soon_to_judge(verdict, listened):
+            raise CheckError(
+                f"rail {rail} ({verdict.netdev}) heard no LLDP neighbour, but lldpd has listened on "
+                f"{node.name} for only {listened} s (a switch announces every 30 s): run the check again in "
+                f"{LLDP_LISTEN_S - (listened or 0)} s"
+            )
     if verdict.verdict != "pass":
         raise CheckFailed(f"rail {rail} cabling", verdict.expected, verdict.found, verdict.message)

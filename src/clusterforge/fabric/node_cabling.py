@@ -17,6 +17,10 @@ from clusterforge.fabric.observed import switch_name
 from clusterforge.hw import lldp
 
 NO_NEIGHBOUR = "no LLDP neighbour (cable/switch LLDP)"
+#: How long lldpd must have listened before silence on a rail means something: one transmit interval of the
+#: switch (IEEE 802.1AB msgTxInterval, default 30 s; lldpd's and Cumulus' default tx-interval is 30 s too)
+#: plus a margin for the first frame after link-up. A node that has just booted has heard nothing yet.
+LLDP_LISTEN_S = 35
 Verdict = Literal["pass", "fail"]
 
 
@@ -115,6 +119,21 @@ def judge(
             RailCabling(int(w["rail"]), str(w["netdev"]), "fail", want, found.show(), msg, int(other["rail"]))
         )
     return out
+
+
+def lldpd_listened_s(ps_etimes: str) -> int | None:
+    """Seconds the longest-running lldpd process has run, from ``ps -C lldpd -o etimes=`` (one integer per
+    process, the privilege-separated pair shows two); None when no process was listed."""
+    ages = [int(t) for t in ps_etimes.split() if t.isdigit()]
+    if len(ages) != len(ps_etimes.split()):
+        raise ValueError(f"ps etimes not understood: {ps_etimes.strip()[:80]!r}")
+    return max(ages) if ages else None
+
+
+def too_soon_to_judge(verdict: RailCabling, listened_s: int | None) -> bool:
+    """A rail that heard nothing while lldpd has listened for less than one switch transmit interval is not
+    measured yet (a node just booted or lldpd just restarted): not a cabling verdict."""
+    return verdict.found == NO_NEIGHBOUR and listened_s is not None and listened_s < LLDP_LISTEN_S
 
 
 def lldp_seen(neighbours: Iterable[lldp.Neighbor]) -> dict[str, list[Seen]]:

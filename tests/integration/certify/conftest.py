@@ -40,6 +40,26 @@ class CertifyLab:
 
         return targets.pool_manager(self.doc)
 
+    def wait_lldp_heard(self, nodes: list[str], timeout: float = 60.0) -> None:
+        """Until every RoCE rail of `nodes` has heard its switch over LLDP: a node just rebooted has not
+        (the cabling check calls that silence an error, not a verdict, for one switch transmit interval)."""
+        import json
+        import time
+
+        from clusterforge.lab.labplan import load
+
+        lp = load(self.inventory / "plan.json")
+        want = {n: {r.netdev for r in lp.node(n).rails} for n in nodes if lp.node(n).fabric_type == "roce"}
+        deadline = time.monotonic() + timeout
+        for node, netdevs in want.items():
+            while True:
+                out = self.lab.exec(node, ["lldpcli", "-f", "json0", "show", "neighbors"], timeout=30)
+                itfs = json.loads(out.stdout or "{}").get("lldp", [{}])[0].get("interface", [])
+                if netdevs <= {i.get("name") for i in itfs}:
+                    break
+                assert time.monotonic() < deadline, f"{node}: rails {sorted(netdevs)} never all heard LLDP"
+                time.sleep(1)
+
     def certify(
         self, tier: str = "quick", limit: str | None = None, admit: bool = True
     ) -> tuple[int, dict[str, Any]]:

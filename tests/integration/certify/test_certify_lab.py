@@ -114,6 +114,7 @@ def reboot(cl: Any, nodes: list[str]) -> None:
         cl.lab.exec(n, ["systemctl", "reboot"], timeout=30)
     time.sleep(3)
     cl.lab.wait_ssh(nodes, timeout=120)
+    cl.wait_lldp_heard(nodes)  # a just-booted node has not heard its switches yet: not a cabling verdict
 
 
 def test_fresh_lab_certifies_and_every_node_is_admitted(certify_lab: Any) -> None:

@@ -26,9 +26,13 @@ def _lldp(node: NodeExpect, swap: tuple[int, int] | None = None, drop: int | Non
     )
 
 
-def _roce(node: NodeExpect, text: str, state: str = "active") -> FakeNode:
+def _roce(node: NodeExpect, text: str, state: str = "active", listened: str = "3600\n3600\n") -> FakeNode:
     return FakeNode(
-        {cabling.LLDPD_STATE: (0 if state == "active" else 3, state + "\n"), cabling.LLDP_SHOW: (0, text)}
+        {
+            cabling.LLDPD_STATE: (0 if state == "active" else 3, state + "\n"),
+            cabling.LLDPD_AGE: (0 if listened.strip() else 1, listened),
+            cabling.LLDP_SHOW: (0, text),
+        }
     )
 
 
@@ -53,6 +57,21 @@ def test_roce_no_neighbour(roce_node: NodeExpect) -> None:
     probe = _roce(roce_node, _lldp(roce_node, drop=3))
     with pytest.raises(CheckFailed, match=r"rail 3 \(enp94s0np0\): no LLDP neighbour \(cable/switch LLDP\)"):
         cabling.test_rail_neighbour(roce_node, probe, 3)
+
+
+def test_silence_right_after_lldpd_started_is_not_a_verdict(roce_node: NodeExpect) -> None:
+    """A node that has just booted has not heard its switches yet (they announce every 30 s): error, then a
+    fail once lldpd has listened a full interval; a wrong neighbour is a fail however young lldpd is."""
+    text = _lldp(roce_node, drop=3)
+    with pytest.raises(CheckError, match=r"lldpd has listened on roce-01 for only 12 s .* again in 23 s"):
+        cabling.test_rail_neighbour(roce_node, _roce(roce_node, text, listened="12\n12\n"), 3)
+    with pytest.raises(CheckFailed, match="no LLDP neighbour"):
+        cabling.test_rail_neighbour(roce_node, _roce(roce_node, text, listened="35\n34\n"), 3)
+    young = _roce(roce_node, _lldp(roce_node, swap=(0, 1)), listened="5\n")
+    with pytest.raises(CheckFailed, match="rails 1 and 0 are swapped"):
+        cabling.test_rail_neighbour(roce_node, young, 1)
+    with pytest.raises(CheckError, match="not recognised"):
+        cabling.test_rail_neighbour(roce_node, _roce(roce_node, text, listened="1-02:03\n"), 3)
 
 
 def test_lldpd_down_or_missing_is_an_error(roce_node: NodeExpect) -> None:
@@ -87,5 +106,5 @@ def test_infiniband_far_end(ib_node: NodeExpect) -> None:
 
 
 def test_prefetch_lists_the_reads(roce_node: NodeExpect, ib_node: NodeExpect) -> None:
-    assert cabling.commands(roce_node) == [cabling.LLDPD_STATE, cabling.LLDP_SHOW]
+    assert cabling.commands(roce_node) == [cabling.LLDPD_STATE, cabling.LLDPD_AGE, cabling.LLDP_SHOW]
     assert len(cabling.commands(ib_node)) == 2 * len(ib_node.rails)
