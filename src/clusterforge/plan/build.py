@@ -82,6 +82,8 @@ def _skus(spec: Spec) -> dict[str, dict[str, Any]]:
     overrides = spec.cluster.certification.thresholds
     for name, sku in sorted(spec.skus.items()):
         d = sku.model_dump(mode="json")
+        if d.get("nvlink_domain") is None:  # absent, not null: SKUs without one keep their plan and digests
+            d.pop("nvlink_domain", None)
         for key, value in sorted(overrides.get(name, {}).items()):
             d["thresholds"][key] = {
                 **d["thresholds"][key],

@@ -9,8 +9,6 @@ from clusterforge.plan.build import Plan
 from clusterforge.plan.overrides import InventoryOverrides
 from clusterforge.plan.slurm_files import render_gres_conf, render_topology_conf
 
-CUDA_APT_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/x86_64/"
-
 
 def group_name(prefix: str, value: object) -> str:
     return f"{prefix}_{str(value).replace('-', '_')}"

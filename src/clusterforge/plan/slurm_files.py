@@ -8,6 +8,13 @@ leaf level is one switch per SU, named `<fabric>-su<N>` (a comment lists its rea
 Above it: two-tier fabrics get one `<fabric>-spine` switch over all SUs; three-tier fabrics get a
 `<fabric>-block<B>` switch per block of SUs that share a pod on every rail, and `<fabric>-core` above.
 Separate fabrics stay separate trees: Slurm then never places one job across two fabrics.
+
+topology.conf (topology/block) for clusters whose SKU has a multi-node NVLink domain (`nvlink_domain`, e.g.
+GB200 NVL72: 18 nodes, one rack): one `BlockName=<rack>-nvl<j> Nodes=<hostlist>` per domain, the pool's
+nodes in index order cut into domains (the spec checks keep each in one rack). No `BlockSizes=`: Slurm then
+takes the first block's node count as the base block and aggregates 1, 2, 4 and 8 blocks (block_record.c,
+SchedMD/slurm src/plugins/topology/block), which is what whole domains want. One topology.conf is one plugin,
+so a cluster is all domain SKUs (block) or none (tree); the spec rejects a Slurm cluster that mixes them.
 """
 
 from __future__ import annotations
@@ -127,8 +134,48 @@ def _switch_rows(fabric: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(zip(fields, row, strict=False)) for row in fabric.get("switches", [])]
 
 
+def _domain_nodes(plan_doc: Mapping[str, Any], node: Mapping[str, Any]) -> int:
+    """Nodes per NVLink domain of the node's SKU (0: the SKU has none)."""
+    dom = (plan_doc["skus"][node["sku"]] or {}).get("nvlink_domain") or {}
+    return int(dom.get("nodes") or 0)
+
+
+def topology_plugin(plan_doc: Mapping[str, Any]) -> str:
+    """slurm.conf's `TopologyPlugin=` for the plan's topology.conf: `topology/block` when every node's SKU
+    has an NVLink domain, `topology/tree` when none has. Raises ValueError for a mix (one file, one plugin)."""
+    kinds = {_domain_nodes(plan_doc, n) > 0 for n in plan_doc["nodes"]}
+    if kinds == {True, False}:
+        raise ValueError(
+            "the plan mixes SKUs with and without NVLink domains: one topology.conf cannot be both "
+            "topology/block and topology/tree"
+        )
+    return "topology/block" if kinds == {True} else "topology/tree"
+
+
+def nvlink_blocks(plan_doc: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    """(block name, node names) per NVLink domain: each pool's domain nodes, in plan order, cut into runs of
+    the domain size; named `<rack of its first node>-nvl<j>`, j counting the domains of that rack."""
+    by_pool: dict[str, list[Mapping[str, Any]]] = {}
+    for n in plan_doc["nodes"]:
+        if _domain_nodes(plan_doc, n):
+            by_pool.setdefault(n["pool"], []).append(n)
+    out: list[tuple[str, list[str]]] = []
+    in_rack: dict[str, int] = {}
+    for members in by_pool.values():
+        size = _domain_nodes(plan_doc, members[0])
+        for k in range(0, len(members), size):
+            chunk = members[k : k + size]
+            rack = str(chunk[0]["rack"])
+            in_rack[rack] = in_rack.get(rack, 0) + 1
+            out.append((f"{rack}-nvl{in_rack[rack]}", [str(n["name"]) for n in chunk]))
+    return out
+
+
 def render_topology_conf(plan_doc: Mapping[str, Any]) -> str:
-    """topology.conf (topology/tree) from `nodes[].su`, `nodes[].rails[].leaf` and `fabrics[]`."""
+    """topology.conf: topology/block (one block per NVLink domain) when the plan's SKUs have NVLink domains,
+    else topology/tree from `nodes[].su`, `nodes[].rails[].leaf` and `fabrics[]`."""
+    if topology_plugin(plan_doc) == "topology/block":
+        return _render_block(plan_doc)
     lines = [
         f"# topology.conf for cluster {plan_doc['cluster']}, rendered by clusterforge from plan "
         f"{str(plan_doc.get('plan_hash', ''))[:12]}; edits are overwritten.",
@@ -159,6 +206,18 @@ def render_topology_conf(plan_doc: Mapping[str, Any]) -> str:
             lines += _three_tier(fabric, sus, su_switch)
         else:
             lines.append(f"SwitchName={fname}-spine Switches={hostlist(su_switch.values())}")
+    return "\n".join(lines) + "\n"
+
+
+def _render_block(plan_doc: Mapping[str, Any]) -> str:
+    lines = [
+        f"# topology.conf for cluster {plan_doc['cluster']}, rendered by clusterforge from plan "
+        f"{str(plan_doc.get('plan_hash', ''))[:12]}; edits are overwritten.",
+        "# slurm.conf: TopologyPlugin=topology/block (a Slurm release that ships topology_block.so). A block",
+        "# is one multi-node NVLink domain (the SKU's nvlink_domain); Slurm aggregates neighbouring blocks.",
+    ]
+    for name, nodes in nvlink_blocks(plan_doc):
+        lines.append(f"BlockName={name} Nodes={hostlist(nodes)}")
     return "\n".join(lines) + "\n"
 
 

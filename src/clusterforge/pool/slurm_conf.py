@@ -11,6 +11,7 @@ from clusterforge.plan.slurm_files import (
     node_gres,
     render_gres_conf,
     render_topology_conf,
+    topology_plugin,
 )
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "render_gres_conf",
     "render_healthcheck_script",
     "render_topology_conf",
+    "topology_plugin",
 ]
 
 

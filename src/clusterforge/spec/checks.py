@@ -16,6 +16,7 @@ from clusterforge.spec import doca
 from clusterforge.spec.checks_cabling import cabling_checks
 from clusterforge.spec.checks_counters import counter_checks
 from clusterforge.spec.checks_net import Bad, addressing_checks, fabric_checks
+from clusterforge.spec.checks_nvlink import nvlink_checks
 from clusterforge.spec.checks_storage import storage_checks
 from clusterforge.spec.layout import NodeSlot, node_slots, rack_name
 from clusterforge.spec.model import Cluster
@@ -52,6 +53,7 @@ def cross_checks(
     fabric_checks(c, skus, bad)
     addressing_checks(c, ctx.slots, bad)
     _racks(ctx)
+    nvlink_checks(c, skus, ctx.slots, bad)
     cabling_checks(c, bad)
     _software_and_policy(ctx)
     counter_checks(c, skus, unresolved, bad)

@@ -113,6 +113,17 @@ class Thresholds(_Strict):
     ib_error_counters_source: Text
 
 
+class NvlinkDomain(_Strict):
+    """A multi-node NVLink domain: `nodes` nodes of this SKU whose GPUs share one NVLink fabric (NVLink
+    switch trays outside the nodes), e.g. a GB200 NVL72 rack: 18 compute trays, 72 GPUs. Slurm then places
+    jobs by domain (topology/block, docs/fabric.md); the spec fills whole domains, one rack each."""
+
+    nodes: int = Field(ge=2, le=576)
+    gpus: int = Field(ge=2, le=576 * 16)  # nodes x gpu.count (sku_problems)
+    source: Text
+    marker: Literal["verified", "secondary", "derived"] = "secondary"
+
+
 class Sku(_Strict):
     name: SkuName
     description: Text
@@ -124,6 +135,7 @@ class Sku(_Strict):
     storage_nics: EthNics
     management_nic: EthNics
     thresholds: Thresholds
+    nvlink_domain: NvlinkDomain | None = None
     sources: dict[Key, Text] = Field(default_factory=dict)
 
 
@@ -144,6 +156,17 @@ def sku_problems(sku: Sku) -> list[SkuProblem]:
                 "prints it)",
                 str(nv.link_speed_gbs),
                 f"set link_speed_gbs: {known}, or the generation these links are",
+            )
+        )
+    dom = sku.nvlink_domain
+    if dom is not None and dom.gpus != dom.nodes * sku.gpu.count:
+        out.append(
+            (
+                ("nvlink_domain", "gpus"),
+                f"nodes x gpu.count = {dom.nodes} x {sku.gpu.count} = {dom.nodes * sku.gpu.count} GPUs in one "
+                "NVLink domain",
+                str(dom.gpus),
+                "make nvlink_domain.nodes, nvlink_domain.gpus and gpu.count agree",
             )
         )
     floor = sku.thresholds.hbm_bandwidth_gbs.value

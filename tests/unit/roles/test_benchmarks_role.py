@@ -65,6 +65,12 @@ def test_site_package_names_come_from_the_knobs() -> None:
             ["libnccl-dev=2.26.2-1+cuda12.8", "cuda-toolkit-12-8", "libboost-program-options-dev"],
         ),
         (
+            "Debian",
+            {**UBUNTU, "architecture": "aarch64"},  # Debian multiarch on an arm64 server (GB200 tray)
+            "/usr/lib/aarch64-linux-gnu/openmpi",
+            ["libnccl-dev=2.26.2-1+cuda12.8", "cuda-toolkit-12-8", "libboost-program-options-dev"],
+        ),
+        (
             "RedHat",
             ROCKY,
             "/usr/lib64/openmpi",
@@ -128,14 +134,14 @@ def _run(run_ansible: Runner, tmp_path: Path, knobs: dict[str, Any], check: bool
                 {
                     "name": "benchmarks alone",
                     "hosts": "localhost",
-                    "gather_facts": False,  # the OS family comes with the knobs (a faster run)
+                    "gather_facts": False,  # the OS family and architecture come with the knobs (faster)
                     "roles": ["benchmarks"],
                 }
             ]
         )
     )
     extra = tmp_path / "knobs.yml"
-    extra.write_text(yaml.safe_dump({"ansible_os_family": "Debian", **knobs}))
+    extra.write_text(yaml.safe_dump({"ansible_os_family": "Debian", "ansible_architecture": "x86_64", **knobs}))
     return run_ansible(
         "ansible-playbook",
         "-i",

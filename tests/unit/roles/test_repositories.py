@@ -3,6 +3,10 @@ rdma role's DOCA repository and slurm_node's slurmd files."""
 
 from __future__ import annotations
 
+import pytest
+import yaml
+
+from ._support import HERE
 from .test_templates import DEBIAN, ROCKY, UBUNTU, render
 
 BOOKWORM = {**DEBIAN, "distribution_release": "bookworm"}
@@ -96,3 +100,52 @@ def test_slurmd_configless_files() -> None:
     assert "ConditionPathExists=\n" in out["dropin"] and "Restart=on-failure\n" in out["dropin"]
     plain = render("slurm_node", templates=templates)
     assert "ConditionPathExists" not in plain["dropin"]
+
+
+def _role_defaults(role: str, *names: str) -> dict[str, str]:
+    """The role's own defaults for `names` (the test inventory points the lab at its local repository; these
+    tests are about the public repositories the defaults name)."""
+    doc = yaml.safe_load(
+        (HERE.parents[2] / "playbooks" / "roles" / role / "defaults" / "main.yml").read_text()
+    )
+    return {n: doc[n] for n in names}
+
+
+@pytest.mark.parametrize(
+    ("arch", "cuda", "doca"), [("x86_64", "x86_64", "x86_64"), ("aarch64", "sbsa", "arm64-sbsa")]
+)
+def test_nvidia_repositories_follow_the_node_architecture(arch: str, cuda: str, doca: str) -> None:
+    """NVIDIA's CUDA and DOCA repositories have one directory per architecture; arm64 servers (Grace, GB200
+    trays) are `sbsa` (CUDA) and `arm64-sbsa` (DOCA), from the node's own `ansible_architecture` fact."""
+    nv = _role_defaults(
+        "nvidia_gpu",
+        "nvidia_gpu_apt_repo",
+        "nvidia_gpu_apt_key_url",
+        "nvidia_gpu_dnf_repo",
+        "nvidia_gpu_dnf_gpgkey",
+    )
+    base = "https://developer.download.nvidia.com/compute/cuda/repos"
+    out = render(
+        "nvidia_gpu",
+        facts={**NOBLE, "architecture": arch},
+        variables=nv,
+        expressions={"apt": "{{ nvidia_gpu_apt_repo }}", "key": "{{ nvidia_gpu_apt_key_url }}"},
+    )
+    assert out["apt"] == f"{base}/ubuntu2404/{cuda}/"
+    assert out["key"] == f"{base}/ubuntu2404/{cuda}/3bf863cc.pub"
+    rhel = render(
+        "nvidia_gpu",
+        family="RedHat",
+        facts={**ROCKY, "architecture": arch},
+        variables=nv,
+        expressions={"dnf": "{{ nvidia_gpu_dnf_repo }}", "key": "{{ nvidia_gpu_dnf_gpgkey }}"},
+    )
+    assert rhel["dnf"] == f"{base}/rhel9/{cuda}"
+    assert rhel["key"] == f"{base}/rhel9/{cuda}/D42D0685.pub"
+    rdma = render(
+        "rdma",
+        facts={**NOBLE, "architecture": arch},
+        expressions={"apt": "{{ rdma_doca_apt_repo }}"},
+        variables={"rdma_stack_version": "2.10.0", **_role_defaults("rdma", "rdma_doca_apt_repo")},
+    )
+    assert rdma["apt"] == f"https://linux.mellanox.com/public/repo/doca/2.10.0/ubuntu24.04/{doca}/"

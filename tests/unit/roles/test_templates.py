@@ -21,18 +21,21 @@ DEBIAN = {
     "distribution": "Debian",
     "distribution_major_version": "12",
     "distribution_version": "12.5",
+    "architecture": "x86_64",
     "processor": ["0", "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480C"],
 }
 UBUNTU = {
     "distribution": "Ubuntu",
     "distribution_major_version": "24",
     "distribution_version": "24.04",
+    "architecture": "x86_64",
     "processor": ["0", "AuthenticAMD", "AMD EPYC 7742 64-Core Processor"],
 }
 ROCKY = {
     "distribution": "Rocky",
     "distribution_major_version": "9",
     "distribution_version": "9.4",
+    "architecture": "x86_64",
     "processor": ["0", "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480C"],
 }
 
