@@ -136,13 +136,15 @@ def _switch_rows(fabric: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _domain_nodes(plan_doc: Mapping[str, Any], node: Mapping[str, Any]) -> int:
     """Nodes per NVLink domain of the node's SKU (0: the SKU has none)."""
-    dom = (plan_doc["skus"][node["sku"]] or {}).get("nvlink_domain") or {}
+    sku = (plan_doc.get("skus") or {}).get(node.get("sku")) or {}
+    dom = sku.get("nvlink_domain") or {}
     return int(dom.get("nodes") or 0)
 
 
 def topology_plugin(plan_doc: Mapping[str, Any]) -> str:
     """slurm.conf's `TopologyPlugin=` for the plan's topology.conf: `topology/block` when every node's SKU
-    has an NVLink domain, `topology/tree` when none has. Raises ValueError for a mix (one file, one plugin)."""
+    has an NVLink domain, `topology/tree` when none has. Raises ValueError for a mix (one file, one
+    plugin)."""
     kinds = {_domain_nodes(plan_doc, n) > 0 for n in plan_doc["nodes"]}
     if kinds == {True, False}:
         raise ValueError(

@@ -32,7 +32,8 @@ def nvlink_checks(c: Cluster, skus: dict[str, Sku], slots: Sequence[NodeSlot], b
         if p.count % n:
             bad(
                 ("pools", i, "count"),
-                f"whole NVLink domains of SKU {sku.name}: a multiple of {n} nodes ({dom.gpus} GPUs per domain)",
+                f"whole NVLink domains of SKU {sku.name}: a multiple of {n} nodes "
+                f"({dom.gpus} GPUs per domain)",
                 str(p.count),
                 f"set count to {max(p.count // n, 1) * n} or {(p.count // n + 1) * n}",
             )
@@ -47,16 +48,16 @@ def nvlink_checks(c: Cluster, skus: dict[str, Sku], slots: Sequence[NodeSlot], b
                     f"every NVLink domain of pool '{p.name}' ({n} nodes of {sku.name}) in one rack",
                     f"domain {first.name}..{last.name} split across racks "
                     f"{', '.join(rack_name(c, r) for r in sorted(racks))} at {per_rack} nodes per rack",
-                    f"set nodes_per_rack to a multiple of {n} ({n} for one domain per rack) and give the pools "
-                    "before this one whole racks",
+                    f"set nodes_per_rack to a multiple of {n} ({n} for one domain per rack) and give the "
+                    "pools before this one whole racks",
                 )
                 break
     if c.pool_manager == "slurm" and with_domain and without:
         i = without[0]
         bad(
             ("pools", i, "sku"),
-            "one Slurm topology for the whole cluster: every pool's SKU with an NVLink domain (topology/block) "
-            f"or none (topology/tree); pool '{c.pools[with_domain[0]].name}' has SKU "
+            "one Slurm topology for the whole cluster: every pool's SKU with an NVLink domain "
+            f"(topology/block) or none (topology/tree); pool '{c.pools[with_domain[0]].name}' has SKU "
             f"{c.pools[with_domain[0]].sku} with one",
             f"pool '{c.pools[i].name}' with SKU {c.pools[i].sku}, which has none",
             "run the two kinds of nodes as two Slurm clusters (two specs), or use one kind of SKU; "

@@ -163,8 +163,8 @@ def sku_problems(sku: Sku) -> list[SkuProblem]:
         out.append(
             (
                 ("nvlink_domain", "gpus"),
-                f"nodes x gpu.count = {dom.nodes} x {sku.gpu.count} = {dom.nodes * sku.gpu.count} GPUs in one "
-                "NVLink domain",
+                f"nodes x gpu.count = {dom.nodes} x {sku.gpu.count} = {dom.nodes * sku.gpu.count} GPUs in "
+                "one NVLink domain",
                 str(dom.gpus),
                 "make nvlink_domain.nodes, nvlink_domain.gpus and gpu.count agree",
             )

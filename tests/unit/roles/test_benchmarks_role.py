@@ -141,7 +141,8 @@ def _run(run_ansible: Runner, tmp_path: Path, knobs: dict[str, Any], check: bool
         )
     )
     extra = tmp_path / "knobs.yml"
-    extra.write_text(yaml.safe_dump({"ansible_os_family": "Debian", "ansible_architecture": "x86_64", **knobs}))
+    facts = {"ansible_os_family": "Debian", "ansible_architecture": "x86_64"}
+    extra.write_text(yaml.safe_dump({**facts, **knobs}))
     return run_ansible(
         "ansible-playbook",
         "-i",

@@ -253,6 +253,9 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "skus[].thresholds.*.source": (SRC + "plan/expect.py", 't.get("source"'),
     "skus[].thresholds.ib_error_counters_max": ("validators/test_rdma.py", '.get("ib_error_counters_max",'),
     "skus[].thresholds.ib_error_counters_source": ("validators/test_rdma.py", "ib_error_counters_source"),
+    # multi-node NVLink domains: whole domains per pool, one rack each (spec checks), one Slurm block each
+    "skus[].nvlink_domain.nodes": (SRC + "plan/slurm_files.py", 'get("nodes")'),
+    "skus[].nvlink_domain.gpus": (SRC + "spec/sku.py", "dom.gpus != dom.nodes * sku.gpu.count"),
 }
 
 ONE_VALUE = "one value is accepted"
@@ -265,6 +268,8 @@ NO_BEHAVIOUR: dict[str, str] = {
     "skus[].node_power_source": "provenance of node_power_kw (where the figure comes from), for people",
     "skus[].sources": "provenance of the SKU's figures, for people",
     "skus[].thresholds.*.marker": "provenance class of the threshold (verified/secondary/derived)",
+    "skus[].nvlink_domain.source": "provenance of the NVLink domain's size, for people",
+    "skus[].nvlink_domain.marker": "provenance class of the NVLink domain's size (verified/secondary/...)",
 }
 
 # empty since the management network is certified (issue 15): skus[].management_nic.speed_gbps and

@@ -401,7 +401,9 @@ def test_cross_field_mistakes_in_one_report() -> None:
 
 def test_example_specs_are_valid() -> None:
     names = sorted(p.stem for p in CLUSTERS.glob("*.yaml"))
-    assert {"lab", "h100-ib-1su", "h100-ib-4su", "h100-roce-2su", "b200-ib-16su"} <= set(names)
+    assert {"lab", "h100-ib-1su", "h100-ib-4su", "h100-roce-2su", "b200-ib-16su", "gb200-nvl72-2rack"} <= set(
+        names
+    )
     for p in sorted(CLUSTERS.glob("*.yaml")):
         assert load_spec_text(p.read_text(), str(p)).name == p.stem
 
