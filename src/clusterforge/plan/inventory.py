@@ -81,10 +81,8 @@ def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[st
         "clusterforge_rollout_serial": d["rollout"]["serial"],
         "clusterforge_rollout_max_fail_percentage": d["rollout"]["max_fail_percentage"],
         # kernel command line, hugepages, C-states, governor, THP, sysctls, limits, services, ACS, the RDMA
-        # stack, rail MTUs, RoCE QoS and the time servers: compiled per SKU (clusterforge_desired,
-        # plan/desired.py), not knobs
-        "nvidia_gpu_driver_branch": sw["nvidia_driver"]["branch"],
-        "nvidia_gpu_driver_version": sw["nvidia_driver"]["version"],
+        # stack, rail MTUs, RoCE QoS, the time servers and the pinned driver: compiled per SKU
+        # (clusterforge_desired, plan/desired.py), not knobs
         "nvidia_gpu_ecc_enabled": t["ecc"],
         "nvidia_gpu_mig_enabled": t["mig"],
         "rdma_rails": "{{ clusterforge_rails }}",

@@ -102,8 +102,14 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "addressing.compute": (PLAN, "c.addressing.compute.get(f"),
     "addressing.reserved": (PLAN, "c.addressing.reserved"),
     "addressing.gateway": (PLAN, "str(c.addressing.gateway) if c.addressing.gateway is not None"),
-    "software.nvidia_driver.branch": (INV, '"nvidia_gpu_driver_branch"'),
-    "software.nvidia_driver.version": (INV, '"nvidia_gpu_driver_version"'),
+    "software.nvidia_driver.branch": (
+        SRC + "plan/desired_software.py",
+        'str(software["nvidia_driver"]["branch"])',
+    ),
+    "software.nvidia_driver.version": (
+        SRC + "plan/desired_software.py",
+        'str(software["nvidia_driver"]["version"])',
+    ),
     "software.cuda": (SRC + "plan/desired_software.py", 'cuda = str(software["cuda"])'),
     "software.nccl": (SRC + "plan/desired_software.py", "software['nccl']"),
     "software.dcgm": (SRC + "plan/desired_software.py", 'str(software["dcgm"])'),
