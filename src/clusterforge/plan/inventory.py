@@ -89,7 +89,6 @@ def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[st
         "rdma_ipoib_addresses": True,
         "nccl_socket_ifname": "{{ clusterforge_mgmt_netdev }}",
         "nccl_net_gdr_level": "PXB",
-        **benchmarks_vars(sw),
         **repository_vars(sw.get("repositories") or {}),
         **slurm_vars(d),
     }
@@ -104,23 +103,6 @@ def slurm_vars(d: dict[str, Any]) -> dict[str, Any]:
     if d.get("pool_manager") != "slurm":
         return {}
     return {"slurm_node_gres_conf": render_gres_conf(d), "slurm_node_topology_conf": render_topology_conf(d)}
-
-
-BENCHMARK_TOOLS = ("nccl_tests", "nvbandwidth")
-
-
-def benchmarks_vars(sw: dict[str, Any]) -> dict[str, Any]:
-    """The benchmarks role's knobs: each tool's pin and install method (software.<tool>), and the CUDA and
-    NCCL a source build compiles against. A package name or URL the spec leaves out keeps the role default."""
-    out: dict[str, Any] = {"benchmarks_cuda_version": sw["cuda"], "benchmarks_nccl_version": sw["nccl"]}
-    for tool in BENCHMARK_TOOLS:
-        pin = sw[tool]
-        out[f"benchmarks_{tool}_version"] = pin["version"]
-        out[f"benchmarks_{tool}_install"] = pin["install"]
-        for key, knob in (("package", "package"), ("url", "artifact_url"), ("sha256", "sha256")):
-            if pin.get(key):
-                out[f"benchmarks_{tool}_{knob}"] = pin[key]
-    return out
 
 
 def repository_vars(repos: dict[str, Any]) -> dict[str, Any]:
