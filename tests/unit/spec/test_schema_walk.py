@@ -120,7 +120,10 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     "software.vbios": ("validators/test_software.py", 'node.pins["vbios"]'),
     "software.bios": (SRC + "certify/redfish.py", 'node.pins["bios"]'),
     "software.*.version": (SRC + "plan/desired_software.py", '"version": str(pin["version"])'),
-    "software.*.install": (SRC + "plan/desired_software.py", 'install = str(pin.get("install") or "package")'),
+    "software.*.install": (
+        SRC + "plan/desired_software.py",
+        'install = str(pin.get("install") or "package")',
+    ),
     "software.*.package": ("validators/test_benchmarks.py", 'pin.get("package")'),
     "software.*.url": (SRC + "plan/desired_software.py", '"url": _opt(pin.get("url"))'),
     "software.*.sha256": (SRC + "plan/desired_software.py", '"sha256": _opt(pin.get("sha256"))'),
