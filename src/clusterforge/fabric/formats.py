@@ -155,7 +155,8 @@ def markdown(r: FabricReport, allow_unchecked: bool = False) -> str:
             out += [
                 "| " + " | ".join(md_cell(printable(c)) for c in [_title(s), *row]) + " |" for row in rows
             ]
-        out += [f"- not checked: {md_cell(u)}" for u in _unrecorded(r)]
+        unrecorded = _unrecorded(r)
+        out += [""] + [f"- not checked: {md_cell(u)}" for u in unrecorded] if unrecorded else []
     return "\n".join(out) + "\n"
 
 
