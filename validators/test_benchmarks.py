@@ -22,7 +22,7 @@ pytestmark = pytest.mark.quick
 
 
 class Tool(NamedTuple):
-    dir: str  # install directory name <prefix>/<dir>-<version>, and the package's default name
+    dir: str  # install directory name <prefix>/<dir>-<version> (the role's `dir`)
     binary: str  # what the full tier and burn-in run
 
 
@@ -74,7 +74,9 @@ def test_tool(node: NodeExpect, probe: Probe, tool: str) -> None:
         )
     prefix = str(node.knobs.get("benchmarks_prefix", PREFIX)).rstrip("/")
     if method == "package":
-        name = str(pin.get("package") or t.dir)
+        name = str(pin.get("package") or "")
+        if not name:
+            raise CheckError(f"the plan names no package for {tool}: re-plan the spec with this clusterforge")
         found = probe.parse(DPKG, readers.dpkg_list).get(name)
         expect(
             found is not None and readers.upstream_version(found) == version,

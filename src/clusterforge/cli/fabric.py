@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,7 +30,8 @@ def check(
         Path | None,
         typer.Option(
             help="recorded discovery: a folder of per-device lldpctl outputs and/or ibnetdiscover/iblinkinfo "
-            "(with --collect: the folder to record into; default a new temporary folder)"
+            "(optionally switch-state/<switch>/ and sm/: the switches' and the SM's recorded state; "
+            "with --collect: the folder to record into, default a new temporary folder)"
         ),
     ] = None,
     collect: Annotated[
@@ -45,12 +45,17 @@ def check(
     fmt: Annotated[str, format_option(*FORMATS)] = "text",
     output: OutputOpt = None,
     allow_unchecked: Annotated[
-        bool, typer.Option("--allow-unchecked", help="devices the discovery lacks are not a deviation")
+        bool,
+        typer.Option(
+            "--allow-unchecked",
+            help="devices the discovery lacks, and switches/SMs with no recorded state, are not a deviation",
+        ),
     ] = False,
 ) -> None:
-    """Is every compute-fabric cable where the plan says? Exit 0 yes, 3 no, 2 bad input."""
-    from clusterforge.fabric.check import check as run_check
+    """Is every compute-fabric cable where the plan says, and is each recorded switch/SM state what the plan
+    renders? Exit 0 yes, 3 no, 2 bad input."""
     from clusterforge.fabric.formats import RENDERERS
+    from clusterforge.flows.fabric_check import check as run_check
 
     if collect:
         import tempfile
@@ -119,7 +124,7 @@ def _ib_fabric(spec: Path, plan_doc: dict[str, Any], fabric: str | None) -> str:
 
 def _root_guids(discovery: Path | None) -> dict[str, str] | None:
     """Switch name -> node GUID from an ibnetdiscover output; InputError when it cannot be read."""
-    from clusterforge.fabric.observed import switch_name
+    from clusterforge.fabric.observed import switch_guids
     from clusterforge.hw import ParseError, ibnetdiscover
 
     if discovery is None:
@@ -131,7 +136,7 @@ def _root_guids(discovery: Path | None) -> dict[str, str] | None:
             [Problem(str(discovery), "", "an ibnetdiscover output", type(exc).__name__, "re-record it")],
             "unreadable discovery",
         ) from None
-    return {switch_name(n.description): n.guid for n in topo.nodes if n.kind == "switch"}
+    return switch_guids(topo)
 
 
 def _roots_missing(discovery: Path | None, exc: ValueError) -> InputError:
@@ -199,56 +204,14 @@ def sm_readback(
     options). Exit 0 as planned, 3 not, 2 bad input (files not given are listed as not checked)."""
     import json
 
-    from clusterforge.hw import ParseError
-    from clusterforge.switchcfg.opensm_readback import FILES, compare_opensm
+    from clusterforge.switchcfg.recorded import read_sm
+    from clusterforge.term import terminal_text
 
-    running: dict[str, str] = {}
-    problems: list[Problem] = []
-    if not outputs.is_dir():
-        problems.append(
-            Problem(
-                str(outputs), "", "a folder holding opensm.conf", "no such folder", "copy the SM's files in"
-            )
-        )
-    else:
-        for fname in FILES:
-            path = outputs / fname
-            if not path.is_file():
-                continue
-            try:
-                running[fname] = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                problems.append(Problem(str(path), "", f"a readable {fname}", str(exc), "copy it again"))
-        if "opensm.conf" not in running and not problems:
-            problems.append(
-                Problem(
-                    str(outputs / "opensm.conf"),
-                    "",
-                    "the running SM's opensm.conf",
-                    "absent",
-                    "copy it from the SM host (e.g. scp sm-host:/etc/opensm/opensm.conf DIR/)",
-                )
-            )
-    if problems:
-        raise InputError(problems, "unreadable SM configuration")
     plan = _plan(spec)
     name = _ib_fabric(spec, plan.doc, fabric)
     guids = _root_guids(discovery)
     try:
-        r = compare_opensm(plan.doc, name, running, root_guids=guids, sm_priority=sm_priority)
-    except ParseError as exc:
-        raise InputError(
-            [
-                Problem(
-                    str(outputs / exc.tool),
-                    "",
-                    f"OpenSM's {exc.tool}",
-                    str(exc),
-                    "copy the file the SM reads",
-                )
-            ],
-            "unreadable SM configuration",
-        ) from None
+        r = read_sm(plan.doc, name, outputs, root_guids=guids, sm_priority=sm_priority)
     except ValueError as exc:
         if discovery is None:  # the CLI's own checks leave only missing roots: anything else is a bug
             raise
@@ -258,27 +221,9 @@ def sm_readback(
     else:
         lines = r.lines(f"SM of {r.subject}")
         lines += [f"  the SM reads {f} at {p}" for f, p in sorted(r.paths.items())]
-        text = "\n".join(lines) + "\n"
+        text = terminal_text("\n".join(lines)) + "\n"  # values from the SM's files: escaped
     emit(text, output)
     raise typer.Exit(int(ExitCode.OK if r.ok else ExitCode.NOT_AS_DECLARED))
-
-
-# recorded SONiC outputs in a --outputs folder: file name -> (compare_sonic argument, parser)
-SONIC_FILES = {
-    "show-interfaces-status.txt": "status",
-    "ecnconfig-l.txt": "ecn",
-    "mmuconfig-l.txt": "mmu",
-    "show-pfc-counters.txt": "pfc",
-    "show-queue-counters.txt": "queues",
-}
-
-
-# recorded Cumulus Linux NVUE JSON trees in a --outputs folder: file name -> compare_nvue argument
-NVUE_FILES = {
-    "nv-show-applied.json": "applied",  # nv show --applied -o json (REST GET /nvue_v1/?rev=applied)
-    "nv-show-interface.json": "interfaces",  # nv show interface -o json (REST GET /nvue_v1/interface)
-}
-NVUE_COMMANDS = {"applied": "nv show --applied -o json", "interfaces": "nv show interface -o json"}
 
 
 @app.command("switch-readback")
@@ -288,66 +233,31 @@ def switch_readback(
     outputs: Annotated[
         Path,
         typer.Option(
-            help="folder of recorded outputs (any subset, at least one): with --os sonic "
-            + ", ".join(SONIC_FILES)
-            + "; with --os cumulus "
-            + ", ".join(NVUE_FILES)
+            help="folder of recorded outputs (any subset, at least one): SONiC show-interfaces-status.txt, "
+            "ecnconfig-l.txt, mmuconfig-l.txt, show-pfc-counters.txt, show-queue-counters.txt; Cumulus "
+            "nv-show-applied.json, nv-show-interface.json"
         ),
     ],
     fmt: Annotated[str, format_option("text", "json")] = "text",
     output: OutputOpt = None,
     os_name: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--os",
-            help="the switch's OS: sonic (the files above) or cumulus (" + ", ".join(NVUE_FILES) + ")",
+            help="the switch's OS, sonic or cumulus (default: the OS whose files the folder holds)",
         ),
-    ] = "sonic",
+    ] = None,
 ) -> None:
     """A SONiC or Cumulus Linux (NVUE) switch's QoS/MTU state against what the plan renders for it. Exit 0
     as planned, 3 not, 2 bad input (what was not recorded is listed as not checked)."""
     import json
 
-    from clusterforge.errors import InputError, Problem
-    from clusterforge.hw import ParseError, nvue_show, sonic_show
-    from clusterforge.switchcfg.nvue_readback import compare_nvue
-    from clusterforge.switchcfg.sonic_readback import compare_sonic
+    from clusterforge.switchcfg.recorded import read_switch
+    from clusterforge.term import terminal_text
 
-    parsers: dict[str, Callable[[str], object]] = {
-        "status": sonic_show.parse_interfaces_status,
-        "ecn": lambda t: sonic_show.parse_profiles(t, "ecnconfig -l"),
-        "mmu": sonic_show.parse_profiles,
-        "pfc": sonic_show.parse_pfc_counters,
-        "queues": sonic_show.parse_queue_counters,
-        "applied": nvue_show.parse_applied,
-        "interfaces": nvue_show.parse_interfaces,
-    }
-    files = {"sonic": SONIC_FILES, "cumulus": NVUE_FILES}.get(os_name)
-    if files is None:
-        raise InputError(
-            [Problem("--os", "", "sonic or cumulus", repr(os_name), "name the switch's OS")], "unknown OS"
-        )
-    compare = compare_sonic if os_name == "sonic" else compare_nvue
-    got: dict[str, object] = {}
-    problems: list[Problem] = []
-    for fname, arg in files.items():
-        path = outputs / fname
-        if not path.is_file():
-            continue
-        try:
-            got[arg] = parsers[arg](path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ParseError) as exc:
-            what = NVUE_COMMANDS.get(arg, fname[:-4])
-            problems.append(Problem(str(path), "", f"the output of {what}", str(exc), "re-record it"))
-    if not got and not problems:
-        problems.append(
-            Problem(str(outputs), "", "one of " + ", ".join(files), "none", "record the switch's outputs")
-        )
-    if problems:
-        raise InputError(problems, "unreadable switch outputs")
     plan = _plan(spec)
     try:
-        r = compare(plan.doc, switch, **got)  # type: ignore[arg-type]
+        r = read_switch(plan.doc, switch, outputs, os_name)
     except ValueError as exc:
         raise InputError(
             [Problem(str(spec), "fabrics", "a RoCE switch of the plan", repr(switch), str(exc))],
@@ -356,6 +266,6 @@ def switch_readback(
     if fmt == "json":
         text = json.dumps({"switch": r.subject, **r.document()}, indent=2) + "\n"
     else:
-        text = "\n".join(r.lines(r.subject)) + "\n"
+        text = terminal_text("\n".join(r.lines(r.subject))) + "\n"  # values from the switch's outputs
     emit(text, output)
     raise typer.Exit(int(ExitCode.OK if r.ok else ExitCode.NOT_AS_DECLARED))

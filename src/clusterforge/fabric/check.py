@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clusterforge.fabric.compare import compare
-from clusterforge.fabric.discovery import coverage, load, unchecked_error
+from clusterforge.fabric.discovery import Discovery, coverage, load, unchecked_error
 from clusterforge.fabric.expected import expected_links, fabric_types
 from clusterforge.fabric.model import FabricReport
 from clusterforge.plan.build import Plan
@@ -13,6 +13,11 @@ from clusterforge.plan.cabling import CableSheet, cable_sheet
 
 
 def check(plan: Plan, discovery: Path, sheet: CableSheet | None = None) -> FabricReport:
+    return run(plan, discovery, sheet)[0]
+
+
+def run(plan: Plan, discovery: Path, sheet: CableSheet | None = None) -> tuple[FabricReport, Discovery]:
+    """The report and the discovery it was read from (its InfiniBand views' switch GUIDs, ...)."""
     sheet = sheet or cable_sheet(plan)
     expected = expected_links(plan, sheet)
     types = fabric_types(plan)
@@ -33,4 +38,4 @@ def check(plan: Plan, discovery: Path, sheet: CableSheet | None = None) -> Fabri
     )
     if report.checked < report.expected and not cov.errors:
         report.errors.append(unchecked_error(report.expected - report.checked))
-    return report
+    return report, d

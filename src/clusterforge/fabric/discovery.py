@@ -4,6 +4,9 @@
   (``gpu-0001.json``, ``gpu-0001.lldp``, ``rack1-leaf-0.txt``: the name before the first dot);
 - `ibnetdiscover` (topology file), `iblinkinfo` output: a whole InfiniBand subnet.
 
+Sub-folders are not read here: `switch-state/` and `sm/` hold recorded switch and SM state, which the flow
+of `fabric check` (flows/fabric_check.py) reads with switchcfg's read-backs.
+
 Bad input (an unreadable or unrecognised file, a parse error, an LLDP file named for no planned device)
 is an `InputError` naming the file; nothing is half-read.
 """
@@ -16,7 +19,7 @@ from pathlib import Path
 from clusterforge.errors import InputError, Problem
 from clusterforge.fabric.compare import Coverage
 from clusterforge.fabric.model import ObservedLink
-from clusterforge.fabric.observed import from_iblinkinfo, from_ibnetdiscover, from_lldp
+from clusterforge.fabric.observed import from_iblinkinfo, from_ibnetdiscover, from_lldp, switch_guids
 from clusterforge.hw import ParseError, iblinkinfo, ibnetdiscover, lldp
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -27,6 +30,7 @@ class Discovery:
     links: list[ObservedLink] = field(default_factory=list)
     lldp_devices: set[str] = field(default_factory=set)
     ib_views: list[str] = field(default_factory=list)  # files holding a whole-subnet view
+    switch_guids: dict[str, str] = field(default_factory=dict)  # switch name -> GUID (ibnetdiscover views)
 
 
 def kind_of(text: str) -> str:
@@ -90,7 +94,9 @@ def load(path: Path, known: set[str]) -> Discovery:
                 d.links += from_lldp(device, lldp.parse(text), known, f.name)
                 d.lldp_devices.add(device)
             elif kind == "ibnetdiscover":
-                d.links += from_ibnetdiscover(ibnetdiscover.parse(text), f.name)
+                topo = ibnetdiscover.parse(text)
+                d.links += from_ibnetdiscover(topo, f.name)
+                d.switch_guids.update(switch_guids(topo))
                 d.ib_views.append(f.name)
             elif kind == "iblinkinfo":
                 d.links += from_iblinkinfo(iblinkinfo.parse(text), f.name)

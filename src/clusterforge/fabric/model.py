@@ -79,6 +79,50 @@ class Finding:
         }
 
 
+@dataclass(frozen=True)
+class StateDeviation:
+    item: str  # "Ethernet0 mtu", "qos pfc switch-priority", "opensm.conf routing_engine", ...
+    expected: str
+    found: str
+    fix: str = ""
+
+
+@dataclass
+class StateCheck:
+    """A switch's or a subnet manager's recorded state read back against what the plan renders for it (the
+    `switch-state/` and `sm/` folders of a discovery). `source` is the folder read; empty when nothing was
+    recorded for it: then it is not checked, like the links of a device the discovery lacks."""
+
+    subject: str  # the switch's name; for an SM, its InfiniBand fabric
+    kind: str  # switch | sm
+    os: str = ""  # sonic, cumulus, opensm; "" when not recorded
+    source: str = ""
+    deviations: list[StateDeviation] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+    not_checked: list[str] = field(default_factory=list)  # items its folder did not hold
+
+    @property
+    def recorded(self) -> bool:
+        return bool(self.source)
+
+    @property
+    def status(self) -> str:
+        """ok, deviations, or not checked (nothing recorded)."""
+        return "not checked" if not self.recorded else "deviations" if self.deviations else "ok"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "subject": self.subject,
+            "kind": self.kind,
+            "status": self.status,
+            "os": self.os,
+            "source": self.source,
+            "deviations": [d.__dict__.copy() for d in self.deviations],
+            "checked": list(self.checked),
+            "not_checked": list(self.not_checked),
+        }
+
+
 @dataclass
 class FabricReport:
     cluster: str
@@ -89,9 +133,18 @@ class FabricReport:
     ok: int
     findings: list[Finding] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # could not check (no discovery for a node, ...)
+    # switches' and SMs' recorded state (empty when the discovery has no switch-state/ or sm/ folder)
+    switch_state: list[StateCheck] = field(default_factory=list)
+
+    def state_deviated(self) -> list[StateCheck]:
+        return [s for s in self.switch_state if s.deviations]
+
+    def state_unchecked(self) -> list[StateCheck]:
+        return [s for s in self.switch_state if not s.recorded]
 
     def deviated(self, allow_unchecked: bool = False) -> bool:
-        return bool(self.findings) or (bool(self.errors) and not allow_unchecked)
+        unchecked = bool(self.errors) or bool(self.state_unchecked())
+        return bool(self.findings) or bool(self.state_deviated()) or (unchecked and not allow_unchecked)
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(PROBLEMS, 0)
@@ -110,4 +163,5 @@ class FabricReport:
             "counts": self.counts(),
             "findings": [f.to_dict() for f in self.findings],
             "errors": list(self.errors),
+            "switch_state": [s.to_dict() for s in self.switch_state],
         }

@@ -41,6 +41,11 @@ def switch_name(description: str) -> str:
     return m.group(1) if m else description.strip()
 
 
+def switch_guids(topo: ibnetdiscover.Topology) -> dict[str, str]:
+    """Switch name (as `switch_name` reads its description) -> node GUID, of every switch of the view."""
+    return {switch_name(n.description): n.guid for n in topo.nodes if n.kind == "switch"}
+
+
 def ca_end(description: str, fallback: str) -> End:
     """``"gpu-0001 mlx5_0"`` -> End("gpu-0001", "mlx5_0"); an HCA without such a description keeps its
     GUID as the device name, so that it shows as an unexpected device."""

@@ -77,6 +77,25 @@ def _opt(value: Any) -> str | None:
     return None if value in (None, "") else str(value)
 
 
+#: the benchmark tools' package names where the spec names none (the names the lab's vendor repository
+#: serves them under, and the project names of NVIDIA/nccl-tests and NVIDIA/nvbandwidth)
+BENCHMARK_PACKAGES = {"nccl_tests": "nccl-tests", "nvbandwidth": "nvbandwidth"}
+
+
+def benchmark(tool: str, pin: dict[str, Any]) -> dict[str, Any]:
+    """One benchmark tool's pin as the benchmarks role installs it and the validators check it: version,
+    install method, the package name (package installs: the spec's, else the default), artifact URL and
+    sha256 (None where not given)."""
+    install = str(pin.get("install") or "package")
+    return {
+        "version": str(pin["version"]),
+        "install": install,
+        "package": str(pin.get("package") or BENCHMARK_PACKAGES[tool]) if install == "package" else None,
+        "url": _opt(pin.get("url")),
+        "sha256": _opt(pin.get("sha256")),
+    }
+
+
 def software_desired(software: dict[str, Any] | None, sku: dict[str, Any]) -> dict[str, Any]:
     """The pins (driver, CUDA, NCCL, DCGM, firmware, BIOS, benchmark tools) and the pinned packages; an
     empty section when the plan has no software pins (a SKU-only desired state in tests)."""
@@ -94,8 +113,8 @@ def software_desired(software: dict[str, Any] | None, sku: dict[str, Any]) -> di
         "vbios": _opt(software.get("vbios")),
         "bios": _opt(software.get("bios")),
         "benchmarks": {
-            tool: dict(software[tool])
-            for tool in ("nccl_tests", "nvbandwidth")
+            tool: benchmark(tool, software[tool])
+            for tool in BENCHMARK_PACKAGES
             if isinstance(software.get(tool), dict)
         },
         "packages": packages(software, bool(sku.get("gpu", {}).get("nvswitch"))),

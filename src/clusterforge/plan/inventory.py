@@ -79,17 +79,14 @@ def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[st
         "clusterforge_rollout_serial": d["rollout"]["serial"],
         "clusterforge_rollout_max_fail_percentage": d["rollout"]["max_fail_percentage"],
         # kernel command line, hugepages, C-states, governor, THP, sysctls, limits, services, ACS, the RDMA
-        # stack, rail MTUs, RoCE QoS and the time servers: compiled per SKU (clusterforge_desired,
-        # plan/desired.py), not knobs
-        "nvidia_gpu_driver_branch": sw["nvidia_driver"]["branch"],
-        "nvidia_gpu_driver_version": sw["nvidia_driver"]["version"],
+        # stack, rail MTUs, RoCE QoS, the time servers and the pinned driver: compiled per SKU
+        # (clusterforge_desired, plan/desired.py), not knobs
         "nvidia_gpu_ecc_enabled": t["ecc"],
         "nvidia_gpu_mig_enabled": t["mig"],
         "rdma_rails": "{{ clusterforge_rails }}",
         "rdma_ipoib_addresses": True,
         "nccl_socket_ifname": "{{ clusterforge_mgmt_netdev }}",
         "nccl_net_gdr_level": "PXB",
-        **benchmarks_vars(sw),
         **repository_vars(sw.get("repositories") or {}),
         **slurm_vars(d),
     }
@@ -104,23 +101,6 @@ def slurm_vars(d: dict[str, Any]) -> dict[str, Any]:
     if d.get("pool_manager") != "slurm":
         return {}
     return {"slurm_node_gres_conf": render_gres_conf(d), "slurm_node_topology_conf": render_topology_conf(d)}
-
-
-BENCHMARK_TOOLS = ("nccl_tests", "nvbandwidth")
-
-
-def benchmarks_vars(sw: dict[str, Any]) -> dict[str, Any]:
-    """The benchmarks role's knobs: each tool's pin and install method (software.<tool>), and the CUDA and
-    NCCL a source build compiles against. A package name or URL the spec leaves out keeps the role default."""
-    out: dict[str, Any] = {"benchmarks_cuda_version": sw["cuda"], "benchmarks_nccl_version": sw["nccl"]}
-    for tool in BENCHMARK_TOOLS:
-        pin = sw[tool]
-        out[f"benchmarks_{tool}_version"] = pin["version"]
-        out[f"benchmarks_{tool}_install"] = pin["install"]
-        for key, knob in (("package", "package"), ("url", "artifact_url"), ("sha256", "sha256")):
-            if pin.get(key):
-                out[f"benchmarks_{tool}_{knob}"] = pin[key]
-    return out
 
 
 def repository_vars(repos: dict[str, Any]) -> dict[str, Any]:

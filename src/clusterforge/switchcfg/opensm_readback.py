@@ -128,11 +128,13 @@ def compare_opensm(
     running: Mapping[str, str],
     root_guids: Mapping[str, str] | None = None,
     sm_priority: int | None = None,
+    roots_unknown: str | None = None,
 ) -> SmReadback:
     """The running SM's files (name -> text) of InfiniBand fabric `fabric` against its rendered
     configuration. ValueError for a file name not in FILES, no opensm.conf, or what render_opensm refuses
     (not InfiniBand, a priority outside 0..15, roots missing from `root_guids`); hw.ParseError (a ValueError)
-    for a file that cannot be read as what it is named."""
+    for a file that cannot be read as what it is named. `roots_unknown`: why the roots' GUIDs are unknown when
+    `root_guids` is None (default: no discovery was given)."""
     unknown = sorted(set(running) - set(FILES))
     if unknown:
         raise ValueError(f"unknown file(s) {', '.join(unknown)}: the files are {', '.join(FILES)}")
@@ -150,7 +152,7 @@ def compare_opensm(
             roots = top_tier(f)
             why = "the plan has one switch tier: no fat-tree roots"
             if roots and root_guids is None:
-                why = "no discovery given: the roots' GUIDs are unknown"
+                why = roots_unknown or "no discovery given: the roots' GUIDs are unknown"
             if roots or fname in running:
                 out.not_checked.append(f"{fname} ({why})")
             continue

@@ -7,7 +7,9 @@ Runs against localhost (connection local, check mode) with the sample plan inven
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -93,13 +95,28 @@ def test_role_validates_its_own_knobs_at_start(run_ansible: Runner, tmp_path: Pa
     assert "os_tuning_governor_missing must be one of: warn, fail, got: sometimes" in result["msg"]
 
 
+def _desired_software(**software: Any) -> dict[str, Any]:
+    """roce-01's clusterforge_desired (the fixture inventory's SKU group) with `software` keys replaced."""
+    text = (INVENTORY.parent / "group_vars" / "sku_h100_sxm_8x400g_roce.yml").read_text()
+    desired = yaml.safe_load(text)["clusterforge_desired"]
+    desired["software"] = {**desired["software"], **software}
+    return dict(desired)
+
+
+def _off_the_plan() -> dict[str, Any]:
+    """A desired state whose driver is off its branch and that pins nothing for Debian (roce-01's family)."""
+    rhel = _desired_software()["software"]["packages"]["RedHat"]
+    off = {"branch": "570", "version": "550.54.15"}
+    return _desired_software(nvidia_driver=off, packages={"RedHat": rhel})
+
+
 def test_preflight_lists_every_problem_in_one_message(run_ansible: Runner) -> None:
     res, results = _site(
         run_ansible,
         "-e",
         '{"preflight_supported_os": {"Ubuntu": ["24.04"]}}',
         "-e",
-        "nvidia_gpu_driver_version=550.54.15",
+        json.dumps({"clusterforge_desired": _off_the_plan()}),
     )
     assert res.rc != 0
     failed = [(name, r) for name, _, r in results if r.get("failed")]
@@ -107,7 +124,8 @@ def test_preflight_lists_every_problem_in_one_message(run_ansible: Runner) -> No
     msg = failed[0][1]["msg"]
     assert "preflight failed on roce-01" in msg
     assert "unsupported OS" in msg and "supported: Ubuntu 24.04" in msg
-    assert "nvidia_gpu_driver_version 550.54.15 is not on branch 570" in msg
+    assert "desired driver 550.54.15 is not on branch 570" in msg
+    assert "the plan pins no NVIDIA packages for OS family Debian (it has: RedHat)" in msg
     assert "rail netdev(s) missing: enp24s0np0, enp64s0np0" in msg
     assert "management netdev missing: mgmt0" in msg
 

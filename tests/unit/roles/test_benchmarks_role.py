@@ -19,9 +19,19 @@ import pytest
 import yaml
 
 from ._support import PLAYBOOKS, Result, Runner, task_results
-from .test_templates import ROCKY, UBUNTU, render
+from .test_templates import ROCKY, UBUNTU, _desired_with, render
 
 NCCL_BINARIES = ["all_reduce_perf", "sendrecv_perf"]  # two of them keep the runs short
+
+
+def _pins(**tools: dict[str, Any]) -> dict[str, Any]:
+    """`clusterforge_desired` (the fixture SKU's) with the given tools' pins changed: the role's only source
+    of versions, install methods, package names, artifact URLs and checksums."""
+    desired = _desired_with()
+    bench = desired["software"]["benchmarks"]
+    for tool, change in tools.items():
+        bench[tool] = {**bench[tool], **change}
+    return {"clusterforge_desired": desired}
 
 
 def test_package_specs_pin_the_versions_per_family() -> None:
@@ -36,7 +46,7 @@ def test_package_specs_pin_the_versions_per_family() -> None:
 def test_only_package_tools_are_installed_as_packages() -> None:
     out = render(
         "benchmarks",
-        variables={"benchmarks_nvbandwidth_install": "source", "benchmarks_nvbandwidth_package": "nvb"},
+        variables=_pins(nvbandwidth={"install": "source", "package": None}),
         expressions={"specs": "{{ _benchmarks_package_specs }}", "links": "{{ _benchmarks_links }}"},
     )
     assert out["specs"] == ["nccl-tests=2.14.1*"]
@@ -45,11 +55,11 @@ def test_only_package_tools_are_installed_as_packages() -> None:
     ]
 
 
-def test_site_package_names_come_from_the_knobs() -> None:
+def test_site_package_names_come_from_the_desired_state() -> None:
     out = render(
         "benchmarks",
         facts=UBUNTU,
-        variables={"benchmarks_nccl_tests_package": "acme-nccl-tests"},
+        variables=_pins(nccl_tests={"package": "acme-nccl-tests"}),
         expressions={"specs": "{{ _benchmarks_package_specs }}"},
     )
     assert out["specs"] == ["acme-nccl-tests=2.14.1*", "nvbandwidth=0.8*"]
@@ -176,21 +186,22 @@ def artifacts(tmp_path: Path) -> dict[str, Any]:
     return out
 
 
-def _artifact_knobs(a: dict[str, Any], nccl_version: str) -> dict[str, Any]:
+def _artifact(url: str, sha: str, **more: str) -> dict[str, Any]:
+    return {"install": "artifact", "package": None, "url": url, "sha256": sha, **more}
+
+
+def _artifact_knobs(a: dict[str, Any], nccl_version: str, nccl_sha: str | None = None) -> dict[str, Any]:
     url, sha = a[f"nccl-{nccl_version}"]
     nvb_url, nvb_sha = a["nvb"]
     return {
         "benchmarks_prefix": str(a["prefix"]),
         "benchmarks_bin_dir": str(a["bin"]),
         "benchmarks_artifact_strip_components": 1,
-        "benchmarks_nccl_tests_version": nccl_version,
         "benchmarks_nccl_tests_binaries": NCCL_BINARIES,
-        "benchmarks_nccl_tests_install": "artifact",
-        "benchmarks_nccl_tests_artifact_url": url,
-        "benchmarks_nccl_tests_sha256": sha,
-        "benchmarks_nvbandwidth_install": "artifact",
-        "benchmarks_nvbandwidth_artifact_url": nvb_url,
-        "benchmarks_nvbandwidth_sha256": nvb_sha,
+        **_pins(
+            nccl_tests=_artifact(url, nccl_sha or sha, version=nccl_version),
+            nvbandwidth=_artifact(nvb_url, nvb_sha),
+        ),
     }
 
 
@@ -226,7 +237,7 @@ def test_artifact_install_links_idempotent_and_moves_with_the_version(
 def test_artifact_with_a_wrong_checksum_fails_before_anything_is_linked(
     run_ansible: Runner, tmp_path: Path, artifacts: dict[str, Any]
 ) -> None:
-    knobs = _artifact_knobs(artifacts, "2.14.1") | {"benchmarks_nccl_tests_sha256": "0" * 64}
+    knobs = _artifact_knobs(artifacts, "2.14.1", nccl_sha="0" * 64)
     res = _run(run_ansible, tmp_path, knobs)
     assert res.rc != 0
     failed = [name for name, _, r in task_results(res.json()) if r.get("failed")]
@@ -238,10 +249,7 @@ def test_artifact_without_a_checksum_is_refused(run_ansible: Runner, tmp_path: P
     res = _run(
         run_ansible,
         tmp_path,
-        {
-            "benchmarks_nvbandwidth_install": "artifact",
-            "benchmarks_nvbandwidth_artifact_url": "https://x/a.tgz",
-        },
+        _pins(nvbandwidth={"install": "artifact", "package": None, "url": "https://x/a.tgz"}),
         check=True,
     )
     assert res.rc != 0
@@ -266,11 +274,12 @@ def test_source_build_in_check_mode_plans_every_step_and_writes_nothing(
             "benchmarks_bin_dir": str(bindir),
             "benchmarks_build_packages_install": False,
             "benchmarks_cuda_architectures": ["90"],
-            "benchmarks_nccl_tests_install": "source",
             "benchmarks_nccl_tests_source_url": nccl.as_uri(),
-            "benchmarks_nccl_tests_sha256": nccl_sha,
-            "benchmarks_nvbandwidth_install": "source",
             "benchmarks_nvbandwidth_source_url": nvb.as_uri(),
+            **_pins(
+                nccl_tests={"install": "source", "package": None, "sha256": nccl_sha},
+                nvbandwidth={"install": "source", "package": None},
+            ),
         },
         check=True,
     )
@@ -327,7 +336,9 @@ def test_package_tools_drop_links_left_from_an_artifact_install(run_ansible: Run
         )
     )
     knobs = tmp_path / "knobs.yml"
-    knobs.write_text(yaml.safe_dump({"benchmarks_prefix": str(prefix), "benchmarks_bin_dir": str(bindir)}))
+    knobs.write_text(
+        yaml.safe_dump({"benchmarks_prefix": str(prefix), "benchmarks_bin_dir": str(bindir), **_pins()})
+    )
     res = run_ansible(
         "ansible-playbook",
         "-i",

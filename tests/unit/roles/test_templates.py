@@ -394,6 +394,48 @@ def test_image_driver_pins_only_what_the_role_installs() -> None:
     assert "nvidia-driver" not in out["pref"]
 
 
+def _desired_with(**software: Any) -> dict[str, Any]:
+    """The fixture SKU's clusterforge_desired with `software` keys replaced."""
+    import yaml
+
+    text = (INVENTORY.parent / "group_vars" / "sku_h100_sxm_8x400g_roce.yml").read_text()
+    desired = yaml.safe_load(text)["clusterforge_desired"]
+    desired["software"] = {**desired["software"], **software}
+    return desired
+
+
+def test_desired_state_problems_name_what_the_plan_lacks() -> None:
+    """validate.yml fails the role when the plan's desired state cannot drive it: no pinned groups for the
+    node's OS family, a driver group at another version than the pinned driver, a driver off its branch."""
+    expr = {"problems": "{{ _nvidia_gpu_desired_problems }}"}
+    assert render("nvidia_gpu", expressions=expr)["problems"] == []
+    assert render("nvidia_gpu", family="RedHat", facts=ROCKY, expressions=expr)["problems"] == []
+    base = _desired_with()
+    debian = base["software"]["packages"]["Debian"]
+    only_rhel = _desired_with(packages={"RedHat": base["software"]["packages"]["RedHat"]})
+    out = render("nvidia_gpu", variables={"clusterforge_desired": only_rhel}, expressions=expr)
+    missing = [f"no pinned {label} packages for Debian" for label in ("driver", "fabricmanager", "dcgm")]
+    assert out["problems"] == missing
+    moved = [dict(g, version="570.124.06") if g["label"] == "driver" else g for g in debian]
+    off = _desired_with(packages={"Debian": moved}, nvidia_driver={"branch": "550", "version": "570.133.20"})
+    out = render("nvidia_gpu", variables={"clusterforge_desired": off}, expressions=expr)
+    assert out["problems"] == [
+        "driver 570.133.20 is not on branch 550",
+        "driver packages pinned at 570.124.06, not the driver 570.133.20",
+    ]
+    fm = [dict(g, version="570.124.06") if g["label"] == "fabricmanager" else g for g in debian]
+    fm_off = _desired_with(packages={"Debian": fm})
+    out = render("nvidia_gpu", variables={"clusterforge_desired": fm_off}, expressions=expr)
+    assert out["problems"] == ["fabricmanager packages pinned at 570.124.06, not the driver 570.133.20"]
+    image = render(
+        "nvidia_gpu",
+        variables={"clusterforge_desired": only_rhel, "nvidia_gpu_driver_source": "image"},
+        expressions=expr,
+    )
+    # an image driver needs no driver group; fabric manager and DCGM still come from packages
+    assert image["problems"] == missing[1:]
+
+
 def test_acs_conf_lists_the_rail_nics() -> None:
     out = render("nvidia_gpu", templates={"acs": "templates/acs.conf.j2"})["acs"]
     assert "SCOPE=gpu_nic_paths\nNIC_PCI=0000:18:00.0\nNIC_PCI=0000:40:00.0\n" in out

@@ -1,9 +1,10 @@
-"""software.nccl_tests / software.nvbandwidth: validated in the spec, rendered as the benchmarks role's
-knobs, and the defaults agree (spec, role defaults, the lab's vendor repository; the quick-tier check's
-constants are held to the role defaults in tests/unit/validators)."""
+"""software.nccl_tests / software.nvbandwidth: validated in the spec, compiled into each node's desired
+state (desired.software.benchmarks: what the benchmarks role installs and the quick tier checks; no role
+knobs), and the lab's vendor repository serves the default pins under the default package names."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ import yaml
 
 from clusterforge.lab.sim import repo
 from clusterforge.plan import build_plan
+from clusterforge.plan.desired_software import BENCHMARK_PACKAGES
 from clusterforge.plan.inventory import all_vars
 from clusterforge.spec import load_spec_text
 from tests.conftest import REPO
@@ -26,38 +28,49 @@ def _with(extra: str) -> str:
     return edit(LAB, SOFTWARE_END, SOFTWARE_END + extra)
 
 
-def _knobs(text: str) -> dict[str, Any]:
-    return {
-        k: v for k, v in all_vars(build_plan(load_spec_text(text, "t.yaml"))).items() if "benchmarks" in k
+def _pins(text: str) -> dict[str, Any]:
+    """Every node's desired.software.benchmarks (the same for all nodes of these specs)."""
+    plan = build_plan(load_spec_text(text, "t.yaml"))
+    pins = {json.dumps(n["desired"]["software"]["benchmarks"], sort_keys=True) for n in plan.nodes}
+    assert len(pins) == 1, pins
+    return dict(json.loads(pins.pop()))
+
+
+def test_defaults_compile_as_package_installs_and_are_no_role_knobs() -> None:
+    none = {"url": None, "sha256": None}
+    assert _pins(LAB) == {
+        "nccl_tests": {"version": "2.14.1", "install": "package", "package": "nccl-tests", **none},
+        "nvbandwidth": {"version": "0.8", "install": "package", "package": "nvbandwidth", **none},
     }
+    knobs = all_vars(build_plan(load_spec_text(LAB, "t.yaml")))
+    assert not [k for k in knobs if k.startswith("benchmarks_")]
 
 
-def test_defaults_render_as_package_installs() -> None:
-    assert _knobs(LAB) == {
-        "benchmarks_cuda_version": "12.8",
-        "benchmarks_nccl_version": "2.26.2",
-        "benchmarks_nccl_tests_version": "2.14.1",
-        "benchmarks_nccl_tests_install": "package",
-        "benchmarks_nvbandwidth_version": "0.8",
-        "benchmarks_nvbandwidth_install": "package",
-    }
-
-
-def test_artifact_source_and_site_package_reach_the_role() -> None:
-    knobs = _knobs(
+def test_artifact_source_and_site_package_reach_the_desired_state() -> None:
+    pins = _pins(
         _with(
             "  nccl_tests: {version: 2.15.0, install: artifact, url: 'https://repo.example/nt.tgz', "
             f"sha256: {SHA}}}\n"
             "  nvbandwidth: {version: '0.7', package: site-nvbandwidth}\n"
         )
     )
-    assert knobs["benchmarks_nccl_tests_install"] == "artifact"
-    assert knobs["benchmarks_nccl_tests_artifact_url"] == "https://repo.example/nt.tgz"
-    assert knobs["benchmarks_nccl_tests_sha256"] == SHA
-    assert knobs["benchmarks_nvbandwidth_package"] == "site-nvbandwidth"
-    assert knobs["benchmarks_nvbandwidth_version"] == "0.7"
-    src = _knobs(_with("  nvbandwidth: {version: '0.8', install: source}\n"))
-    assert src["benchmarks_nvbandwidth_install"] == "source" and "benchmarks_nvbandwidth_sha256" not in src
+    url = "https://repo.example/nt.tgz"
+    assert pins["nccl_tests"] == {
+        "version": "2.15.0",
+        "install": "artifact",
+        "package": None,
+        "url": url,
+        "sha256": SHA,
+    }
+    assert pins["nvbandwidth"] == {
+        "version": "0.7",
+        "install": "package",
+        "package": "site-nvbandwidth",
+        "url": None,
+        "sha256": None,
+    }
+    src = _pins(_with("  nvbandwidth: {version: '0.8', install: source}\n"))["nvbandwidth"]
+    assert src == {"version": "0.8", "install": "source", "package": None, "url": None, "sha256": None}
 
 
 @pytest.mark.parametrize(
@@ -93,27 +106,13 @@ def test_bad_pins_are_rejected_with_their_path(extra: str, path: str, says: str)
     assert says in p.render()
 
 
-def test_role_defaults_match_the_spec_defaults() -> None:
+def test_the_lab_repository_serves_the_default_pins_under_the_default_package_names() -> None:
     defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
-    sw = build_plan(load_spec_text(LAB, "t.yaml")).doc["software"]
-    assert defaults["benchmarks_nccl_tests_version"] == sw["nccl_tests"]["version"]
-    assert defaults["benchmarks_nvbandwidth_version"] == sw["nvbandwidth"]["version"]
-    assert (
-        defaults["benchmarks_nccl_tests_install"] == defaults["benchmarks_nvbandwidth_install"] == "package"
-    )
-
-
-def test_the_lab_repository_serves_the_default_pins_under_the_role_package_names() -> None:
-    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+    pins = _pins(LAB)
     served = {(d.name, d.version) for d in repo.packages()}
-    assert (
-        defaults["benchmarks_nccl_tests_package"],
-        defaults["benchmarks_nccl_tests_version"] + "-1",
-    ) in served
-    assert (
-        defaults["benchmarks_nvbandwidth_package"],
-        defaults["benchmarks_nvbandwidth_version"] + "-1",
-    ) in served
+    for tool, name in BENCHMARK_PACKAGES.items():
+        assert (pins[tool]["package"], pins[tool]["version"] + "-1") == (name, pins[tool]["version"] + "-1")
+        assert (name, pins[tool]["version"] + "-1") in served
     assert not any(name.startswith("clusterforge-sim") for name, _ in served)
     nccl_tests = next(d for d in repo.packages() if d.name == "nccl-tests")
     assert set(defaults["benchmarks_nccl_tests_binaries"]) == {p.rsplit("/", 1)[1] for p in nccl_tests.links}

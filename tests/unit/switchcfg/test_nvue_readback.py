@@ -4,7 +4,6 @@ captures and trees built from the render (no real capture of a RoCE-configured C
 from __future__ import annotations
 
 import ast
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -14,14 +13,13 @@ from typer.testing import CliRunner
 from clusterforge.cli import app
 from clusterforge.errors import InputError
 from clusterforge.hw import nvue_show
-from clusterforge.switchcfg.nvue import render_nvue
 from clusterforge.switchcfg.nvue_readback import compare_nvue
 from clusterforge.switchcfg.ports import cumulus_port, switch_ports
-from tests.conftest import CLUSTERS, REAL, example_plan
+from tests.conftest import CLUSTERS, example_plan
+from tests.switch_state import NVUE_APPLIED, NVUE_IFACES, nvue_applied_as_rendered
 
 LEAF = "roce0-leaf-su0-r0"
-APPLIED = REAL / "nvue-rest-root-applied-json__cl5.5.1-vx-default-qos-roce-off-workshop__excerpt1.txt"
-IFACES = REAL / "nvue-rest-interface-pydict__swp-down-mtu9216-eth0-1g-nvconfigmanager__excerpt1.txt"
+APPLIED, IFACES = NVUE_APPLIED, NVUE_IFACES
 
 
 def _setup() -> tuple[dict[str, Any], list[str], int]:
@@ -30,28 +28,13 @@ def _setup() -> tuple[dict[str, Any], list[str], int]:
     return doc, [cumulus_port(p, sp.model, sp.port_speed_gbps) for p in sp.ports], sp.port_speed_gbps
 
 
-def _applied_as_rendered(doc: dict[str, Any], ports: list[str]) -> dict[str, Any]:
-    """The real VX tree with the rendered `nv set` tree applied on top (what `nv config apply` leaves)."""
-    tree = json.loads(APPLIED.read_text())
-    want = render_nvue(doc, LEAF)["set"]
-    for k, v in want["qos"].items():
-        tree["qos"][k] = copy.deepcopy(v)
-    for p in ports:
-        tree["interface"][p] = {
-            "link": {"mtu": 9216, "state": {"up": {}}},
-            "qos": copy.deepcopy(want["interface"][p]["qos"]),
-            "type": "swp",
-        }
-    return tree
-
-
 def _ops(ports: list[str], gbps: int) -> list[nvue_show.NvLink]:
     return [nvue_show.NvLink(p, "swp", 9216, f"{gbps}G", gbps, "up") for p in ports]
 
 
 def test_as_rendered_passes_and_nothing_given_is_not_checked() -> None:
     doc, ports, gbps = _setup()
-    applied = nvue_show.parse_applied(json.dumps(_applied_as_rendered(doc, ports)))
+    applied = nvue_show.parse_applied(json.dumps(nvue_applied_as_rendered(doc, LEAF)))
     r = compare_nvue(doc, LEAF, applied=applied, interfaces=_ops(ports, gbps))
     assert r.ok, r.deviations
     assert r.checked == ["QoS", "configured ports", "ports"] and r.not_checked == []
@@ -79,7 +62,7 @@ def test_real_vx_defaults_are_not_a_roce_plan() -> None:
 
 def test_deviations_are_named_with_the_fix() -> None:
     doc, ports, gbps = _setup()
-    tree = _applied_as_rendered(doc, ports)
+    tree = nvue_applied_as_rendered(doc, LEAF)
     m = tree["qos"]["mapping"]["default-global"]["dscp"]
     m["26"] = {"switch-priority": 4}  # another DSCP map
     tree["qos"]["pfc"]["default-global"]["switch-priority"] = {"4": {}}  # PFC on another priority
@@ -125,10 +108,10 @@ def _cli(spec: str, folder: Path, *extra: str) -> Any:
 
 def test_cli_exit_codes(tmp_path: Path) -> None:
     spec = str(CLUSTERS / "h100-roce-2su.yaml")
-    doc, ports, _ = _setup()
+    doc, _, _ = _setup()
     ok = tmp_path / "ok"
     ok.mkdir()
-    (ok / "nv-show-applied.json").write_text(json.dumps(_applied_as_rendered(doc, ports)))
+    (ok / "nv-show-applied.json").write_text(json.dumps(nvue_applied_as_rendered(doc, LEAF)))
     res = _cli(spec, ok, "--format", "json")
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["not_checked"] == ["ports (nv show interface -o json)"]

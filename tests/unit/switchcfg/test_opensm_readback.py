@@ -18,24 +18,15 @@ from clusterforge.fabric.render import Wire, ibnetdiscover_text
 from clusterforge.hw import ParseError, opensm_conf
 from clusterforge.switchcfg.opensm import render_opensm, top_tier
 from clusterforge.switchcfg.opensm_readback import compare_opensm
-from tests.conftest import CLUSTERS, REAL, example_plan
+from tests.conftest import CLUSTERS, example_plan
+from tests.switch_state import OPENSM_CONF, opensm_conf_patched
 
-CAPTURE = REAL / "opensm-conf__opensm3.3.23-debian12-create-config-defaults-local__1.txt"
+CAPTURE = OPENSM_CONF
 SPEC = str(CLUSTERS / "h100-ib-1su.yaml")
 
 
 def _default() -> str:
     return CAPTURE.read_text(encoding="utf-8")
-
-
-def _patched(default: str, rendered: str) -> str:
-    """The captured opensm.conf with each option clusterforge renders set in place (its line rewritten)."""
-    want = opensm_conf.parse(rendered).options
-    out = []
-    for line in default.splitlines():
-        key = line.split(" ", 1)[0]
-        out.append(f"{key} {want[key]}" if not line.startswith("#") and key in want else line)
-    return "\n".join(out) + "\n"
 
 
 def _plan_and_roots() -> tuple[dict[str, Any], dict[str, str]]:
@@ -55,7 +46,7 @@ def test_capture_with_clusterforges_options_patched_in_is_as_planned() -> None:
     doc, roots = _plan_and_roots()
     want = render_opensm(doc, "ib0", root_guids=roots)
     running = {
-        "opensm.conf": _patched(_default(), want["opensm.conf"]),
+        "opensm.conf": opensm_conf_patched(_default(), want["opensm.conf"]),
         # a tenant partition beside clusterforge's rule, other spacing and comments: not judged
         "partitions.conf": "# site\ntenant=0x0a01 : ALL=limited ;\n"
         + "Default = 0x7fff , ipoib,defmember=full:ALL=full,\n  ALL_SWITCHES=full,SELF=full; # ours\n",
@@ -96,7 +87,7 @@ def test_raw_default_capture_deviates() -> None:
 
 def test_partitions_without_the_default_rule() -> None:
     doc, _ = _plan_and_roots()
-    conf = _patched(_default(), render_opensm(doc, "ib0")["opensm.conf"])
+    conf = opensm_conf_patched(_default(), render_opensm(doc, "ib0")["opensm.conf"])
     r = compare_opensm(doc, "ib0", {"opensm.conf": conf, "partitions.conf": "tenant=0x0a01 : ALL=full ;\n"})
     assert [d.item for d in r.deviations] == ["partitions.conf Default"]
     assert "limited membership" in r.deviations[0].found
@@ -111,7 +102,7 @@ def test_partitions_without_the_default_rule() -> None:
 def test_files_the_running_conf_does_not_read_are_not_checked() -> None:
     doc, _ = _plan_and_roots()
     want = render_opensm(doc, "ib0")
-    conf = _patched(_default(), want["opensm.conf"])
+    conf = opensm_conf_patched(_default(), want["opensm.conf"])
     conf = conf.replace(
         "partition_config_file /etc/opensm/partitions.conf", "partition_config_file /etc/rdma/p.conf"
     )
@@ -141,7 +132,7 @@ def test_qos_policy_and_root_guids_differences() -> None:
     want = render_opensm(doc, "ib0", root_guids=roots)
     first, *rest = roots
     running = {
-        "opensm.conf": _patched(_default(), want["opensm.conf"]),
+        "opensm.conf": opensm_conf_patched(_default(), want["opensm.conf"]),
         "qos-policy.conf": want["qos-policy.conf"].replace("ipoib   : 1", "ipoib : 3"),
         "root_guids.conf": "".join(f"{roots[r]}\n" for r in rest) + "0x00000000deadbeef\n",
     }
@@ -159,7 +150,7 @@ def test_qos_policy_and_root_guids_differences() -> None:
 
 def test_standby_priority_and_bad_inputs() -> None:
     doc, _ = _plan_and_roots()
-    conf = _patched(_default(), render_opensm(doc, "ib0", sm_priority=14)["opensm.conf"])
+    conf = opensm_conf_patched(_default(), render_opensm(doc, "ib0", sm_priority=14)["opensm.conf"])
     assert compare_opensm(doc, "ib0", {"opensm.conf": conf}, sm_priority=14).ok
     assert [d.item for d in compare_opensm(doc, "ib0", {"opensm.conf": conf}).deviations] == [
         "opensm.conf sm_priority"

@@ -39,7 +39,7 @@ def test_the_plan_pins_both_tools_as_packages(ib_node: NodeExpect) -> None:
     assert ib_node.pins["benchmarks"]["nccl_tests"] == {
         "version": "2.14.1",
         "install": "package",
-        "package": None,
+        "package": "nccl-tests",
         "url": None,
         "sha256": None,
     }
@@ -125,5 +125,7 @@ def test_the_check_knows_the_role_defaults() -> None:
     defaults = yaml.safe_load((REPO / "playbooks/roles/benchmarks/defaults/main.yml").read_text())
     assert defaults["benchmarks_prefix"] == bench.PREFIX
     for tool, t in bench.TOOLS.items():
-        assert defaults[f"benchmarks_{tool}_package"] == t.dir
         assert t.binary in defaults[f"benchmarks_{tool}_binaries"]
+    role_vars = yaml.safe_load((REPO / "playbooks/roles/benchmarks/vars/main.yml").read_text())
+    dirs = {e["name"]: e["dir"] for e in role_vars["_benchmarks_tools"]}
+    assert dirs == {k: t.dir for k, t in bench.TOOLS.items()}
