@@ -65,6 +65,7 @@ CMDLINE_MANAGED_KEYS = (
     "processor.max_cstate",
     "iommu",
     "intel_iommu",
+    "iommu.passthrough",
     "default_hugepagesz",
     "hugepagesz",
     "hugepages",
@@ -72,9 +73,9 @@ CMDLINE_MANAGED_KEYS = (
 
 
 def cpu_vendor(sku: dict[str, Any]) -> str:
-    """intel | amd | other, from the SKU's declared CPU (never from the node)."""
+    """intel | amd | arm | other, from the SKU's declared CPU (never from the node)."""
     vendor = str(sku.get("cpu", {}).get("vendor", "")).lower()
-    return vendor if vendor in ("intel", "amd") else "other"
+    return vendor if vendor in ("intel", "amd", "arm") else "other"
 
 
 def numa_nodes(sku: dict[str, Any]) -> int:
@@ -103,15 +104,24 @@ def hugepages_param(hp: dict[str, Any]) -> str:
 def kernel_cmdline(tuning: dict[str, Any], vendor: str, hp: dict[str, Any]) -> list[str]:
     """The parameters the os_tuning role puts on the kernel command line, in order: the C-state limit
     (Intel: intel_idle off and acpi_idle limited, tuning-facts §1.1), the IOMMU mode (§5.2) and boot-time
-    hugepages (§2.1). processor.max_cstate=0 means 1 to the kernel, so it is never below 1."""
-    out = ["intel_idle.max_cstate=0"] if vendor == "intel" else []
-    out.append(f"processor.max_cstate={max(int(tuning['cstate_max']), 1)}")
+    hugepages (§2.1). processor.max_cstate=0 means 1 to the kernel, so it is never below 1.
+
+    arm64 (the kernel's kernel-parameters.txt): no ACPI processor idle parameter (the C-state limit is the
+    role's cpuidle sysfs setting alone) and the IOMMU mode is `iommu.passthrough=1|0`; `iommu=off` does not
+    exist there (spec/checks rejects it)."""
     iommu = str(tuning["iommu"])
-    out += {
-        "pt": ["iommu=pt"],
-        "on": ["iommu=nopt"] + (["intel_iommu=on"] if vendor == "intel" else []),
-        "off": ["iommu=off"],
-    }[iommu]
+    if vendor == "arm":
+        if iommu == "off":
+            raise ValueError("tuning.iommu off: arm64 kernels have no iommu=off")
+        out = [f"iommu.passthrough={1 if iommu == 'pt' else 0}"]
+    else:
+        out = ["intel_idle.max_cstate=0"] if vendor == "intel" else []
+        out.append(f"processor.max_cstate={max(int(tuning['cstate_max']), 1)}")
+        out += {
+            "pt": ["iommu=pt"],
+            "on": ["iommu=nopt"] + (["intel_iommu=on"] if vendor == "intel" else []),
+            "off": ["iommu=off"],
+        }[iommu]
     if hp["total"]:
         out += [
             f"default_hugepagesz={hp['size']}",

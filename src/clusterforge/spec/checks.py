@@ -56,6 +56,7 @@ def cross_checks(
     nvlink_checks(c, skus, ctx.slots, bad)
     cabling_checks(c, bad)
     _software_and_policy(ctx)
+    _arm(ctx)
     counter_checks(c, skus, unresolved, bad)
     storage_checks(c, skus, bad)
     return out
@@ -265,6 +266,21 @@ def _racks(x: _Ctx) -> None:
             f"lower nodes_per_rack (to {fits} at most for the most power-hungry SKU) "
             "or raise the budget if the "
             "racks allow it",
+        )
+
+
+def _arm(x: _Ctx) -> None:
+    """An arm64 SKU's kernel takes `iommu.passthrough=0|1` and has no `iommu=off` (the kernel's
+    kernel-parameters.txt: `iommu=` is x86/PowerPC; plan/desired.kernel_cmdline)."""
+    c, skus, bad = x.c, x.skus, x.bad
+    arm = sorted({p.sku for p in c.pools if p.sku in skus and skus[p.sku].cpu.vendor == "arm"})
+    if arm and c.tuning.iommu == "off":
+        bad(
+            ("tuning", "iommu"),
+            f"pt or on for the arm64 SKU(s) {', '.join(arm)} (iommu.passthrough=1 or 0)",
+            "off",
+            "set tuning.iommu: pt (passthrough: the IOMMU stays on for the hypervisor-free host, no "
+            "translation cost for DMA)",
         )
 
 

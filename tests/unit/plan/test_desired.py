@@ -107,16 +107,15 @@ def tuning(**kw: Any) -> dict[str, Any]:
                 "hugepages=0:9,1:8",
             ],
         ),
-        (  # per_numa on a single-NUMA SKU is the plain count
+        (  # per_numa on a single-NUMA SKU is the plain count; arm64: iommu.passthrough, no ACPI C-state
             {"cpu": {"vendor": "arm", "numa_nodes": 1}},
             tuning(iommu="on"),
-            [
-                "processor.max_cstate=1",
-                "iommu=nopt",
-                "default_hugepagesz=1G",
-                "hugepagesz=1G",
-                "hugepages=16",
-            ],
+            ["iommu.passthrough=0", "default_hugepagesz=1G", "hugepagesz=1G", "hugepages=16"],
+        ),
+        (
+            {"cpu": {"vendor": "arm", "numa_nodes": 2}},
+            tuning(),
+            ["iommu.passthrough=1", "default_hugepagesz=1G", "hugepagesz=1G", "hugepages=0:8,1:8"],
         ),
     ],
 )

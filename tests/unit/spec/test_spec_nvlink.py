@@ -131,3 +131,12 @@ def test_slurm_cannot_mix_block_and_tree() -> None:
     # the file and Kubernetes pool managers render no topology.conf: the mix is theirs to run
     other = problems(edit(text, "pool_manager: slurm", "pool_manager: file"))
     assert [q.path for q in other] == ["fabrics.compute[0].name"]
+
+
+def test_arm64_has_no_iommu_off() -> None:
+    """arm64 kernels take iommu.passthrough=0|1 (plan/desired.kernel_cmdline); `iommu=off` is x86/PowerPC."""
+    text = edit(SPEC, "tuning:\n", 'tuning:\n  iommu: "off"\n')
+    p = only(text)
+    assert p.path == "tuning.iommu" and p.found == "off"
+    assert GB200 in p.expected and "iommu.passthrough" in p.expected
+    assert p.fix.startswith("set tuning.iommu: pt")
