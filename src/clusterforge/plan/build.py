@@ -84,6 +84,8 @@ def _skus(spec: Spec) -> dict[str, dict[str, Any]]:
         d = sku.model_dump(mode="json")
         if d.get("nvlink_domain") is None:  # absent, not null: SKUs without one keep their plan and digests
             d.pop("nvlink_domain", None)
+        if not d.get("unverified"):  # likewise: only a SKU with unverified parts carries the list
+            d.pop("unverified", None)
         for key, value in sorted(overrides.get(name, {}).items()):
             d["thresholds"][key] = {
                 **d["thresholds"][key],

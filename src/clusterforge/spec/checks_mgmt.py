@@ -1,4 +1,5 @@
-"""Warnings about the management network: what a spec may declare but will not get.
+"""Spec warnings: the management network (what a spec may declare but will not get) and SKUs with
+unverified parts.
 
 A warning is a Problem that does not stop the spec from loading (`Spec.warnings`; `clusterforge plan` prints
 each one): the plan is still right, because it compiles what the node will actually reach, but the spec
@@ -15,6 +16,23 @@ from __future__ import annotations
 from clusterforge.spec.checks_net import Bad
 from clusterforge.spec.model import Cluster
 from clusterforge.spec.sku import Sku
+
+
+def unverified_sku_warnings(c: Cluster, skus: dict[str, Sku], warn: Bad) -> None:
+    """One warning per pool whose SKU declares parts no capture of a real node confirms (`Sku.unverified`):
+    certification compares the nodes with those values, so a wrong one would fail sound hardware."""
+    for i, p in enumerate(c.pools):
+        sku = skus.get(p.sku)
+        if sku is None or not sku.unverified:
+            continue
+        warn(
+            ("pools", i, "sku"),
+            f"a SKU whose every value was taken from a real node; {sku.name} marks these as unverified "
+            "(its catalog `sources` say why)",
+            ", ".join(sku.unverified),
+            "before certifying, check them on one real node (ibdev2netdev, lspci, nvidia-smi topo -m, "
+            "lscpu) and declare the corrected SKU inline under `skus:`",
+        )
 
 
 def management_warnings(c: Cluster, skus: dict[str, Sku], warn: Bad) -> None:

@@ -288,7 +288,7 @@ def _build(doc: SourceDoc) -> Spec:
 
 def _warnings(cluster: Cluster, skus: dict[str, Sku], doc: SourceDoc) -> tuple[Problem, ...]:
     """The spec's warnings (checked once it is valid), each located like an error."""
-    from clusterforge.spec.checks_mgmt import management_warnings
+    from clusterforge.spec.checks_mgmt import management_warnings, unverified_sku_warnings
 
     out: list[Problem] = []
 
@@ -296,6 +296,7 @@ def _warnings(cluster: Cluster, skus: dict[str, Sku], doc: SourceDoc) -> tuple[P
         out.append(Problem(doc.file, format_path(path), expected, found, fix, doc.line_of(path)))
 
     management_warnings(cluster, skus, warn)
+    unverified_sku_warnings(cluster, skus, warn)
     return tuple(out)
 
 

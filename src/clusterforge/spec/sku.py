@@ -137,6 +137,9 @@ class Sku(_Strict):
     thresholds: Thresholds
     nvlink_domain: NvlinkDomain | None = None
     sources: dict[Key, Text] = Field(default_factory=dict)
+    #: parts of this SKU no capture of a real node confirms (e.g. ``compute_nics.rails``): a spec using it
+    #: gets a warning naming them, since certification would judge real nodes against these values
+    unverified: list[Text] = Field(default_factory=list)
 
 
 SkuProblem = tuple[tuple[str | int, ...], str, str, str]  # (path inside the SKU, expected, found, fix)

@@ -265,6 +265,7 @@ CONSUMERS: dict[str, tuple[str, str]] = {
     # multi-node NVLink domains: whole domains per pool, one rack each (spec checks), one Slurm block each
     "skus[].nvlink_domain.nodes": (SRC + "plan/slurm_files.py", 'get("nodes")'),
     "skus[].nvlink_domain.gpus": (SRC + "spec/sku.py", "dom.gpus != dom.nodes * sku.gpu.count"),
+    "skus[].unverified": (SRC + "spec/checks_mgmt.py", "sku.unverified"),
 }
 
 ONE_VALUE = "one value is accepted"

@@ -140,3 +140,14 @@ def test_arm64_has_no_iommu_off() -> None:
     assert p.path == "tuning.iommu" and p.found == "off"
     assert GB200 in p.expected and "iommu.passthrough" in p.expected
     assert p.fix.startswith("set tuning.iommu: pt")
+
+
+def test_a_sku_with_unverified_parts_warns_where_it_is_used() -> None:
+    """The GB200 tray's rail names are no capture: the spec loads, with a warning at the pool naming them."""
+    spec = load_spec_text(SPEC, FILE)
+    (w,) = [w for w in spec.warnings if w.path == "pools[0].sku"]
+    assert "compute_nics.rails" in w.found and GB200 in w.expected
+    assert w.line == line_of(SPEC, f"sku: {GB200}")
+    assert "ibdev2netdev" in w.fix
+    verified = next(p for p in CLUSTERS.glob("*.yaml") if "gb200" not in p.name)
+    assert not [w for w in load_spec_text(verified.read_text(), FILE).warnings if "unverified" in w.expected]
