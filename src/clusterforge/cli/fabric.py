@@ -14,6 +14,7 @@ from clusterforge.errors import ExitCode, InputError, Problem
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 EXPORTS = ("ibdiagnet-topo", "dot")
+SmPriorityOpt = Annotated[int, typer.Option(min=0, max=15, help="this SM's priority (highest is master)")]
 
 
 def _plan(spec: Path):  # type: ignore[no-untyped-def]
@@ -51,6 +52,12 @@ def check(
             help="devices the discovery lacks, and switches/SMs with no recorded state, are not a deviation",
         ),
     ] = False,
+    sm_priority: Annotated[
+        int,
+        typer.Option(
+            min=0, max=15, help="the priority the recorded SM (sm/) should run at (a standby: below 15)"
+        ),
+    ] = 15,
 ) -> None:
     """Is every compute-fabric cable where the plan says, and is each recorded switch/SM state what the plan
     renders? Exit 0 yes, 3 no, 2 bad input."""
@@ -78,7 +85,7 @@ def check(
         raise typer.BadParameter("give --discovery DIR (a recorded discovery) or --collect")
     else:
         plan = _plan(spec)
-    report = run_check(plan, discovery)
+    report = run_check(plan, discovery, sm_priority=sm_priority)
     emit(RENDERERS[fmt](report, allow_unchecked), output)
     if output is not None:  # stdout keeps the text for people
         typer.echo(RENDERERS["text"](report, allow_unchecked), nl=False)
@@ -155,7 +162,6 @@ IbDiscoveryOpt = Annotated[
     Path | None,
     typer.Option(help="ibnetdiscover output of the built fabric: its top-tier GUIDs become ftree's roots"),
 ]
-SmPriorityOpt = Annotated[int, typer.Option(min=0, max=15, help="this SM's priority (highest is master)")]
 
 
 @app.command("sm-config")

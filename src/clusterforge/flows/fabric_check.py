@@ -36,12 +36,13 @@ STATE_DIR = "switch-state"
 SM_DIR = "sm"
 
 
-def check(plan: Plan, discovery: Path) -> FabricReport:
-    """The cabling report, with the recorded switch and SM state of `discovery` (a folder) added."""
+def check(plan: Plan, discovery: Path, sm_priority: int | None = None) -> FabricReport:
+    """The cabling report, with the recorded switch and SM state of `discovery` (a folder) added;
+    `sm_priority`: the priority the recorded SM should run at (None: `render_opensm`'s default)."""
     report, d = run(plan, discovery)
     if discovery.is_dir():
         report.switch_state = switch_states(plan.doc, discovery / STATE_DIR) + sm_states(
-            plan.doc, discovery / SM_DIR, d.switch_guids
+            plan.doc, discovery / SM_DIR, d.switch_guids, sm_priority
         )
     return report
 
@@ -97,7 +98,9 @@ def switch_states(plan_doc: dict[str, Any], root: Path) -> list[StateCheck]:
     return out
 
 
-def sm_states(plan_doc: dict[str, Any], root: Path, guids: dict[str, str]) -> list[StateCheck]:
+def sm_states(
+    plan_doc: dict[str, Any], root: Path, guids: dict[str, str], sm_priority: int | None = None
+) -> list[StateCheck]:
     """Every InfiniBand fabric's SM, read back from `root` (the only fabric's) or `root`/<fabric>/ (none when
     `root` does not exist); `guids`: switch name -> GUID from the discovery, for root_guids.conf."""
     if not root.exists():
@@ -168,7 +171,14 @@ def sm_states(plan_doc: dict[str, Any], root: Path, guids: dict[str, str]) -> li
                 else "no ibnetdiscover output in the discovery: the roots' GUIDs are unknown"
             )
         try:
-            r = read_sm(plan_doc, name, folder, root_guids=None if lacking else guids, roots_unknown=why)
+            r = read_sm(
+                plan_doc,
+                name,
+                folder,
+                root_guids=None if lacking else guids,
+                sm_priority=sm_priority,
+                roots_unknown=why,
+            )
         except InputError as exc:
             problems += exc.problems
             continue

@@ -248,6 +248,18 @@ def test_sm_files_as_rendered_pass_with_the_discoverys_roots(tmp_path: Path) -> 
     assert "STATE    root_guids.conf 0x0002c90300000001: expected not listed" in res.output
 
 
+def test_a_standby_sm_is_judged_at_the_priority_given(tmp_path: Path) -> None:
+    plan, _ = _ib(tmp_path)
+    roots = {r: f"0x{guid(r)}" for r in top_tier(fabric_doc(plan.doc, "ib0"))}
+    standby = render_opensm(plan.doc, "ib0", root_guids=roots, sm_priority=3)
+    sm = tmp_path / "sm"
+    sm.mkdir()
+    (sm / "opensm.conf").write_text(opensm_conf_patched(OPENSM_CONF.read_text(), standby["opensm.conf"]))
+    res = _run(tmp_path, spec=IB_SPEC)
+    assert res.exit_code == 3 and "opensm.conf sm_priority: expected 15; found 3" in res.output, res.output
+    assert _run(tmp_path, "--sm-priority", "3", spec=IB_SPEC).exit_code == 0
+
+
 def test_sm_roots_unknown_without_an_ib_view_and_bad_sm_folders(tmp_path: Path) -> None:
     plan, files = _ib(tmp_path)
     sm = tmp_path / "sm"
