@@ -106,11 +106,18 @@ def _gpu_cores(sku: Mapping[str, Any]) -> dict[int, str]:
     return out
 
 
+def _header(name: str, plan_doc: Mapping[str, Any]) -> str:
+    """The first comment line of a rendered Slurm file: cluster and plan it was rendered from."""
+    return (
+        f"# {name} for cluster {plan_doc['cluster']}, rendered by clusterforge from plan "
+        f"{str(plan_doc.get('plan_hash', ''))[:12]}; edits are overwritten."
+    )
+
+
 def render_gres_conf(plan_doc: Mapping[str, Any]) -> str:
     """gres.conf: one line per GPU per SKU group, `File=/dev/nvidiaN`, `Cores=` of the GPU's NUMA node."""
     lines = [
-        f"# gres.conf for cluster {plan_doc['cluster']}, rendered by clusterforge from plan "
-        f"{str(plan_doc.get('plan_hash', ''))[:12]}; edits are overwritten.",
+        _header("gres.conf", plan_doc),
         "# slurm.conf needs GresTypes=gpu and, per node, Gres=gpu:<type>:<count> (see docs/pool.md).",
         "AutoDetect=off",
     ]
@@ -179,8 +186,7 @@ def render_topology_conf(plan_doc: Mapping[str, Any]) -> str:
     if topology_plugin(plan_doc) == "topology/block":
         return _render_block(plan_doc)
     lines = [
-        f"# topology.conf for cluster {plan_doc['cluster']}, rendered by clusterforge from plan "
-        f"{str(plan_doc.get('plan_hash', ''))[:12]}; edits are overwritten.",
+        _header("topology.conf", plan_doc),
         "# slurm.conf: TopologyPlugin=topology/tree. A leaf switch here is one scalable unit (SU): its",
         "# nodes share one leaf per rail, listed in the comment above it.",
     ]
@@ -213,8 +219,7 @@ def render_topology_conf(plan_doc: Mapping[str, Any]) -> str:
 
 def _render_block(plan_doc: Mapping[str, Any]) -> str:
     lines = [
-        f"# topology.conf for cluster {plan_doc['cluster']}, rendered by clusterforge from plan "
-        f"{str(plan_doc.get('plan_hash', ''))[:12]}; edits are overwritten.",
+        _header("topology.conf", plan_doc),
         "# slurm.conf: TopologyPlugin=topology/block (a Slurm release that ships topology_block.so). A block",
         "# is one multi-node NVLink domain (the SKU's nvlink_domain); Slurm aggregates neighbouring blocks.",
     ]
