@@ -2,8 +2,9 @@
 
 * ``dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'`` (what the validators run),
 * ``dpkg -l`` (the human table; bug reports paste it),
-* ``rpm -q[a] --qf '%{NAME}\\t%{EPOCH}:%{VERSION}-%{RELEASE}\\n' [names]`` including rpm's
-  ``package X is not installed`` lines for named packages that are absent.
+* ``rpm -q[a] --qf '%{NAME} %{EPOCH} %{VERSION} %{RELEASE} %{ARCH}\\n' [names]`` (the query format
+  vulnerability scanners such as vuls use, so real captures exist; ``%{EPOCHNUM}`` in the epoch column is
+  read too) including rpm's ``package X is not installed`` lines for named packages that are absent.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ _FAMILY_IDS = {
 }
 #: the listing commands these parsers read (every installed package, one line each)
 DPKG_QUERY_CMD = "dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'"
-RPM_QUERY_CMD = "rpm -qa --qf '%{NAME}\\t%{EPOCH}:%{VERSION}-%{RELEASE}\\n'"
+RPM_QUERY_CMD = "rpm -qa --qf '%{NAME} %{EPOCH} %{VERSION} %{RELEASE} %{ARCH}\\n'"
 OS_RELEASE_CMD = "cat /etc/os-release"
 _DPKG_L_ROW = re.compile(r"^(?P<state>[uihrp][ncHUFWti][R ]?)\s+(?P<name>\S+)\s+(?P<version>\S+)\s")
 _RPM_ABSENT = re.compile(r"^package (?P<name>\S+) is not installed$")
@@ -115,8 +116,10 @@ def parse_dpkg_l(text: str) -> Packages:
 
 
 def parse_rpm_query(text: str) -> Packages:
-    """``rpm -q[a] --qf '%{NAME}\\t%{EPOCH}:%{VERSION}-%{RELEASE}\\n'``. An unset epoch prints ``(none)``
-    (kept as printed; it orders as 0). Several versions of one name (kernels, multilib) are all kept."""
+    """``rpm -q[a] --qf '%{NAME} %{EPOCH} %{VERSION} %{RELEASE} %{ARCH}\\n'``: five words a row (rpm allows
+    no blank in a name, version, release or arch). An unset epoch prints ``(none)`` (``%{EPOCHNUM}``: ``0``);
+    it is kept as printed and orders as 0. A version reads ``epoch:version-release``; several versions of one
+    name (kernels) are all kept, one version for several arches (multilib) once."""
     tool = "rpm -q"
     require_text(tool, text)
     installed: dict[str, list[str]] = {}
@@ -128,16 +131,18 @@ def parse_rpm_query(text: str) -> Packages:
         if m := _RPM_ABSENT.match(line):
             absent.append(m.group("name"))
             continue
-        parts = line.split("\t")
-        if len(parts) != 2 or not parts[0]:
-            raise ParseError(tool, "expected name<TAB>epoch:version-release", line_no=no, line=raw)
+        words = line.split()
+        if len(words) != 5:
+            raise ParseError(tool, "expected name epoch version release arch", line_no=no, line=raw)
+        name, epoch, version, release, _arch = words
+        if epoch != "(none)" and not epoch.isdigit():
+            raise ParseError(tool, f"epoch {epoch!r} is neither a number nor (none)", line_no=no, line=raw)
+        evr_text = f"{epoch}:{version}-{release}"
         try:
-            evr = parse_evr(parts[1])
+            parse_evr(evr_text)
         except ValueError as exc:
             raise ParseError(tool, str(exc), line_no=no, line=raw) from None
-        if not evr.release or ":" not in parts[1]:
-            raise ParseError(tool, "expected epoch:version-release", line_no=no, line=raw)
-        _add(installed, parts[0], parts[1])
+        _add(installed, name, evr_text)
     if not installed and not absent:
         raise ParseError(tool, "no packages listed")
     return Packages(REDHAT, {k: tuple(v) for k, v in installed.items()}, tuple(absent))

@@ -76,17 +76,35 @@ def read_packages(names: list[str], errors: list[str]) -> dict[str, Any]:
         return out
     if shutil.which("rpm"):
         locks = read_versionlock(errors)
-        qf = "%{EPOCHNUM}:%{VERSION}-%{RELEASE}\t%{ARCH}\n"
-        for name in names:
-            rc, text, _ = _run(["rpm", "-q", "--qf", qf, "--", name])
-            lines = [line.split("\t") for line in text.strip().splitlines()]
-            if rc == 0 and lines and len(lines[-1]) == 2:
-                evr, arch = lines[-1]
+        rc, text, err = _run(["rpm", "-q", "--qf", RPM_QF, "--", *names])
+        rows = rpm_rows(text)
+        if rc != 0 and not rows and "is not installed" not in text:
+            errors.append(f"rpm -q exit {rc}: {err.strip()[:200]}")
+            return out
+        for name, (evr, arch) in rows.items():
+            if name in out:
                 hold = None if locks is None else locked(locks, name, evr, arch)
                 out[name] = {"version": evr, "hold": hold}
         return out
     errors.append("neither dpkg-query nor rpm found: packages not read")
     return out
+
+
+#: the query format vuls and other scanners use (real captures exist: clusterforge.hw.packages' tests)
+RPM_QF = "%{NAME} %{EPOCHNUM} %{VERSION} %{RELEASE} %{ARCH}\n"
+
+
+def rpm_rows(text: str) -> dict[str, tuple[str, str]]:
+    """``rpm -q --qf RPM_QF names…`` → name -> (``epoch:version-release``, arch); the last row of a name
+    with several installed versions (the newest install, as rpm lists them); ``package X is not installed``
+    and any other line are not rows."""
+    rows: dict[str, tuple[str, str]] = {}
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 5 and words[1].isdigit():
+            name, epoch, version, release, arch = words
+            rows[name] = (f"{epoch}:{version}-{release}", arch)
+    return rows
 
 
 VERSIONLOCK_CONF = "/etc/dnf/plugins/versionlock.conf"

@@ -1,11 +1,13 @@
 """Package listings of both families (dpkg-query / dpkg -l / rpm -q), /etc/os-release, and version ordering.
 
-Real capture: dpkg-l-nvidia__ubuntu-465-driver-un-ii-rc-states-truncated-version-nvdocker1506__excerpt1.txt
-(https://github.com/NVIDIA/nvidia-docker/issues/1506). No public capture of ``rpm -q --qf`` with this
-project's query format or of ``dpkg-query -W -f=...`` was found: those inputs are CONSTRUCTED below from the
-tools' documented formats (rpm(8) ``--queryformat`` tags, ``%{EPOCH}`` printing ``(none)`` when unset, and
-rpm's "package %s is not installed" message from lib/query.c; dpkg-query(1) ``-W -f`` fields and
-``${db:Status-Abbrev}``), and say so.
+Real captures: dpkg-l-nvidia__ubuntu-465-driver-un-ii-rc-states-truncated-version-nvdocker1506__excerpt1.txt
+(https://github.com/NVIDIA/nvidia-docker/issues/1506); ``rpm -qa --qf '%{NAME} %{EPOCH} %{VERSION} %{RELEASE}
+%{ARCH}\n'`` on Oracle Linux 8.7 and CentOS 6.10 and its ``%{EPOCHNUM}`` form
+(https://github.com/future-architect/vuls/pull/1381), and rpm's "package X is not installed" line on stdout
+(https://github.com/rpm-software-management/rpm/pull/1794); see tests/fixtures/real/SOURCES.md. No public
+capture of ``dpkg-query -W -f=...`` with this format, nor of an RPM listing with a set epoch or several
+kernels, was found: those inputs are CONSTRUCTED below from the tools' documented formats (dpkg-query(1)
+``-W -f`` fields and ``${db:Status-Abbrev}``; rpm(8) ``--queryformat`` tags), and say so.
 """
 
 from __future__ import annotations
@@ -60,13 +62,58 @@ def test_dpkg_query_constructed() -> None:
         parse_dpkg_query("rdma-core\tgarbage\tii \n")
 
 
-# CONSTRUCTED from rpm(8): rpm -qa --qf '%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}\n' (+ named, absent package)
+@pytest.mark.parametrize(
+    ("name", "rows", "row"),
+    [
+        (
+            "rpm-qa-qf-name-epoch-version-release-arch__ol8.7-epoch-none-vuls1381__excerpt1.txt",
+            10,
+            ("glibc", "(none):2.28-211.0.1.el8"),
+        ),
+        (
+            "rpm-qa-qf-name-epochnum-version-release-arch__ol8.7-vuls1381__excerpt2.txt",
+            8,
+            ("libgcc", "0:8.5.0-16.0.2.el8_7"),
+        ),
+        (
+            "rpm-qa-qf-name-epoch-version-release-arch__centos6.10-epoch-none-vuls1381__excerpt3.txt",
+            10,
+            ("libacl", "(none):2.2.49-7.el6_9.1"),
+        ),
+    ],
+)
+def test_rpm_query_real(real: Callable[[str], str], name: str, rows: int, row: tuple[str, str]) -> None:
+    p = parse_rpm_query(real(name))
+    assert p.family == "redhat" and len(p.installed) == rows and p.not_installed == ()
+    assert p.versions(row[0]) == (row[1],)
+    assert upstream("redhat", row[1]) == row[1].split(":")[1].rsplit("-", 1)[0]
+
+
+def test_rpm_query_real_absent_package(real: Callable[[str], str]) -> None:
+    absent = "rpm-q-qf-not-installed__rosa2021.1-kernel-source-nvidia390-rpm1794__excerpt1.txt"
+    p = parse_rpm_query(real(absent))
+    assert p.installed == {} and p.not_installed == ("kernel-source-nvidia390",)
+
+
+def test_rpm_query_epochs_compare_the_same_in_both_forms(real: Callable[[str], str]) -> None:
+    old = parse_rpm_query(
+        real("rpm-qa-qf-name-epoch-version-release-arch__ol8.7-epoch-none-vuls1381__excerpt1.txt")
+    )
+    new = parse_rpm_query(real("rpm-qa-qf-name-epochnum-version-release-arch__ol8.7-vuls1381__excerpt2.txt"))
+    for name, versions in new.installed.items():
+        assert rpm_compare(old.versions(name)[0], versions[0]) == 0, name
+
+
+# CONSTRUCTED from rpm(8): the same query format with a set epoch, two kernels, a multilib pair and an
+# absent named package (no public capture shows these together)
 RPM_Q = (
-    "rdma-core\t(none):51.0-1.el9\n"
-    "libnccl\t(none):2.26.2-1+cuda12.8\n"
-    "nvidia-driver\t3:570.148.08-1.el9\n"
-    "kernel\t(none):5.14.0-427.13.1.el9_4\n"
-    "kernel\t(none):5.14.0-503.11.1.el9_5\n"
+    "rdma-core (none) 51.0 1.el9 x86_64\n"
+    "libnccl (none) 2.26.2 1+cuda12.8 x86_64\n"
+    "nvidia-driver 3 570.148.08 1.el9 x86_64\n"
+    "kernel (none) 5.14.0 427.13.1.el9_4 x86_64\n"
+    "kernel (none) 5.14.0 503.11.1.el9_5 x86_64\n"
+    "glibc (none) 2.34 100.el9 x86_64\n"
+    "glibc (none) 2.34 100.el9 i686\n"
     "package mlnx-ofa_kernel is not installed\n"
 )
 
@@ -75,13 +122,19 @@ def test_rpm_query_constructed() -> None:
     p = parse_rpm_query(RPM_Q)
     assert p.family == "redhat" and p.not_installed == ("mlnx-ofa_kernel",)
     assert p.versions("kernel") == ("(none):5.14.0-427.13.1.el9_4", "(none):5.14.0-503.11.1.el9_5")
+    assert p.versions("glibc") == ("(none):2.34-100.el9",)
     assert upstream("redhat", p.versions("nvidia-driver")[0]) == "570.148.08"
+    assert rpm_compare(p.versions("nvidia-driver")[0], "(none):580.65.06-1.el9") == 1  # epoch 3 wins
     assert matches_pin("redhat", p.versions("libnccl")[0], "2.26.2")
     assert parse_rpm_query("package rdma-core is not installed\n").installed == {}
-    with pytest.raises(ParseError, match="epoch:version-release"):
+    with pytest.raises(ParseError, match="name epoch version release arch"):
         parse_rpm_query("rdma-core-51.0-1.el9.x86_64\n")  # rpm -qa's default format is not this one
-    with pytest.raises(ParseError):
-        parse_rpm_query("rdma-core\t(none):51.0\n")
+    with pytest.raises(ParseError, match="name epoch version release arch"):
+        parse_rpm_query("rdma-core\t(none):51.0-1.el9\n")  # the old tab form
+    with pytest.raises(ParseError, match="neither a number nor"):
+        parse_rpm_query("rdma-core x 51.0 1.el9 x86_64\n")
+    with pytest.raises(ParseError, match="empty output"):
+        parse_rpm_query("\n\n")
 
 
 def test_os_family() -> None:

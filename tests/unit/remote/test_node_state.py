@@ -16,6 +16,8 @@ import pytest
 
 from clusterforge.remote.node_state import parse, program
 
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+
 
 def run(names: dict[str, list[str]]) -> dict[str, Any]:
     p = subprocess.run(
@@ -86,11 +88,14 @@ def _fake_rpm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lock_list: Path) 
     rpm = bin_ / "rpm"
     rpm.write_text(
         "#!/bin/sh\n"
-        "for a; do name=$a; done\ncase $name in\n"
-        "  nvidia-driver) printf '3:570.133.20-1.el9\\tx86_64\\n' ;;\n"
-        "  datacenter-gpu-manager) printf '1:4.2.3-1\\tx86_64\\n' ;;\n"
-        "  perftest) printf '0:4.5-12.el9\\tx86_64\\n' ;;\n"
-        '  *) echo "package $name is not installed"; exit 1 ;;\nesac\n'
+        # rpm -q --qf FMT -- NAMES: a row per installed name, rpm's line for an absent one; rc = absent count
+        'rc=0; seen=0\nfor a; do\n  if [ "$a" = -- ]; then seen=1; continue; fi\n'
+        "  [ $seen = 1 ] || continue\n"
+        "  case $a in\n"
+        "    nvidia-driver) echo 'nvidia-driver 3 570.133.20 1.el9 x86_64' ;;\n"
+        "    datacenter-gpu-manager) echo 'datacenter-gpu-manager 1 4.2.3 1 x86_64' ;;\n"
+        "    perftest) echo 'perftest 0 4.5 12.el9 x86_64' ;;\n"
+        '    *) echo "package $a is not installed"; rc=$((rc + 1)) ;;\n  esac\ndone\nexit $rc\n'
     )
     rpm.chmod(0o755)
     conf = tmp_path / "versionlock.conf"
@@ -123,6 +128,17 @@ def test_rpm_holds_are_dnf_versionlock_entries(tmp_path: Path, monkeypatch: pyte
     assert errors == []
     locks.write_text("nvidia-driver-3:570.124.06-1.el9.*\n")  # another version locked: this one is not
     assert probe.read_packages(["nvidia-driver"], errors)["nvidia-driver"]["hold"] is False
+
+
+def test_rpm_rows_read_a_real_listing() -> None:
+    """The probe's RPM query format is vuls' %{EPOCHNUM} one: its real capture (Oracle Linux 8.7) reads."""
+    from clusterforge.remote import node_state_probe as probe
+
+    text = (REAL / "rpm-qa-qf-name-epochnum-version-release-arch__ol8.7-vuls1381__excerpt2.txt").read_text()
+    rows = probe.rpm_rows(text + "package kernel-source-nvidia390 is not installed\n")
+    assert len(rows) == 8 and rows["libgcc"] == ("0:8.5.0-16.0.2.el8_7", "x86_64")
+    assert rows["tzdata"] == ("0:2023c-1.el8", "noarch") and "kernel-source-nvidia390" not in rows
+    assert probe.RPM_QF == "%{NAME} %{EPOCHNUM} %{VERSION} %{RELEASE} %{ARCH}\n"
 
 
 def test_rpm_holds_unknown_when_the_lock_list_cannot_be_read(

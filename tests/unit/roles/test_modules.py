@@ -42,6 +42,10 @@ def _prepare(work: Path) -> None:
     qos.mkdir(parents=True)
     (qos / "trust").write_text("dscp\n")
     (qos / "pfc").write_text("0,0,0,0,0,0,0,0\n")
+    other = work / "state" / "qos" / "eth8"
+    other.mkdir(parents=True)
+    (other / "trust").write_text("pcp\n")
+    (other / "pfc").write_text("0,0,0,0,0,0,0,0\n")
     mlx = work / "state" / "mlxconfig"
     mlx.mkdir(parents=True)
     (mlx / "0000_18_00.0.json").write_text(json.dumps(MLXCONFIG_STATE))

@@ -166,11 +166,11 @@ def test_packages_on_the_rpm_family(ib_node: NodeExpect) -> None:
     """rpm -qa with the validators' query format (input constructed from rpm's documented format)."""
     rpm = software.RPM
     listing = (
-        "libnccl\t(none):2.26.2-1+cuda12.8\nrdma-core\t(none):44.0-2.el9\n"
-        "datacenter-gpu-manager-4-core\t1:4.2.3-1\ndatacenter-gpu-manager-4-cuda12\t1:4.2.3-1\n"
-        "nvidia-driver\t3:570.133.20-1.el9\nnvidia-driver-cuda\t3:570.133.20-1.el9\n"
-        "nvidia-driver-libs\t3:570.133.20-1.el9\nkmod-nvidia-latest-dkms\t3:570.133.20-1.el9\n"
-        "nvidia-fabric-manager\t(none):570.133.20-1\nlibnvidia-nscq-570\t(none):570.133.20-1\n"
+        "libnccl (none) 2.26.2 1+cuda12.8 x86_64\nrdma-core (none) 44.0 2.el9 x86_64\n"
+        "datacenter-gpu-manager-4-core 1 4.2.3 1 x86_64\ndatacenter-gpu-manager-4-cuda12 1 4.2.3 1 x86_64\n"
+        "nvidia-driver 3 570.133.20 1.el9 x86_64\nnvidia-driver-cuda 3 570.133.20 1.el9 x86_64\n"
+        "nvidia-driver-libs 3 570.133.20 1.el9 x86_64\nkmod-nvidia-latest-dkms 3 570.133.20 1.el9 x86_64\n"
+        "nvidia-fabric-manager (none) 570.133.20 1 x86_64\nlibnvidia-nscq-570 (none) 570.133.20 1 x86_64\n"
     )
     node = FakeNode({rpm: (0, listing), software.OS_RELEASE: (0, ROCKY)})
     inbox = _with(ib_node, rdma={"stack": "inbox", "version": "44.0"})
@@ -185,7 +185,7 @@ def test_packages_on_the_rpm_family(ib_node: NodeExpect) -> None:
             ib_node,
             FakeNode(
                 {
-                    rpm: (0, listing.replace("nvidia-driver-libs\t3:", "nvidia-driver-libs\t2:")),
+                    rpm: (0, listing.replace("nvidia-driver-libs 3 ", "nvidia-driver-libs 2 ")),
                     software.OS_RELEASE: (0, ROCKY),
                 }
             ),
@@ -197,7 +197,8 @@ def test_packages_on_the_rpm_family(ib_node: NodeExpect) -> None:
         )
     with pytest.raises(CheckFailed, match=r"rdma-core: expected 44.0; found rdma-core \(none\):51.0-1.el9"):
         software.test_rdma(
-            inbox, FakeNode({rpm: (0, "rdma-core\t(none):51.0-1.el9\n"), software.OS_RELEASE: (0, ROCKY)})
+            inbox,
+            FakeNode({rpm: (0, "rdma-core (none) 51.0 1.el9 x86_64\n"), software.OS_RELEASE: (0, ROCKY)}),
         )
     with pytest.raises(CheckError, match="`rpm` is not installed"):
         software.test_nccl(ib_node, FakeNode({software.OS_RELEASE: (0, ROCKY)}))
