@@ -8,6 +8,7 @@ reboot, and only resumes a node that came back and converged.
 from __future__ import annotations
 
 import getpass
+import json
 import logging
 import socket
 import time
@@ -20,15 +21,16 @@ from typing import Any, Protocol
 
 from rich.console import Console
 
+from clusterforge import assets
 from clusterforge.errors import ClusterforgeError
 from clusterforge.records.model import NodeOutcome, RunOutcome
 from clusterforge.records.outcomes import recorded_run
 from clusterforge.remote.inventory import plan_order, resolve_hosts
-from clusterforge.remote.node_state import read_states
-from clusterforge.run.ansible import PlaybookResult, run_playbook
+from clusterforge.remote.node_state import StateRead, read_states
+from clusterforge.run.ansible import HostResult, PlaybookResult, run_playbook
 from clusterforge.run.batches import OUT_OF_SERVICE, over_fail_limit, rollout_batches
 from clusterforge.run.logs import PLAYBOOK_RAN, run_logs
-from clusterforge.run.managed import Managed, applied_state
+from clusterforge.run.managed import Managed, applied_state, reboot_differences
 from clusterforge.run.progress import Progress
 from clusterforge.run.shard import forks_for
 
@@ -73,6 +75,8 @@ class HostRecord:
     managed: Managed = field(default_factory=Managed)  # what the site.yml runs manage on it
     applied: dict[str, Any] | None = None  # its state right after converging: `applied_state`
     applied_error: str = ""  # why it could not be read (the node's drift then runs the deep check)
+    #: the state read back after the reboot (names, state): the applied state when nothing ran since
+    read_back: tuple[dict[str, list[str]], dict[str, Any]] | None = None
 
 
 @dataclass
@@ -148,18 +152,48 @@ def _merge(report: ProvisionReport, res: PlaybookResult) -> None:
             rec.failed_task, rec.message = h.failed_task, h.message
 
 
-def pending_reboots(inventory: Path, hosts: list[str]) -> dict[str, list[str]]:
-    """Read each host's pending-reboot record (one reason per line), written by the roles."""
+@dataclass(frozen=True)
+class Pending:
+    """A host's pending-reboot record: its reasons (one per line), and the roles that recorded them (empty
+    where the roles' fact file could not be read: then no role is known to own a reason)."""
+
+    reasons: list[str]
+    sources: frozenset[str] = frozenset()
+
+
+def _sources(text: str) -> frozenset[str]:
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return frozenset()
+    reasons = doc.get("reasons") if isinstance(doc, dict) else None
+    if not isinstance(reasons, dict):
+        return frozenset()
+    return frozenset(str(k) for k, v in reasons.items() if v)
+
+
+def read_pending(inventory: Path, hosts: list[str]) -> dict[str, Pending]:
+    """Each host's pending-reboot record (written by the roles) and which roles wrote it."""
     res = run_playbook(
         "pending.yml", inventory, limit=",".join(hosts), extravars={"clusterforge_pending_file": PENDING_FILE}
     )
-    out: dict[str, list[str]] = {}
+    reasons: dict[str, list[str]] = {}
+    sources: dict[str, frozenset[str]] = {}
     for t in res.tasks:
-        if t.task == "Read the pending-reboot record" and t.status in ("ok", "changed"):
-            reasons = [ln.strip() for ln in t.stdout.splitlines() if ln.strip()]
-            if reasons:
-                out[t.host] = reasons
-    return out
+        if t.status not in ("ok", "changed"):
+            continue
+        if t.task == "Read the pending-reboot record":
+            lines = [ln.strip() for ln in t.stdout.splitlines() if ln.strip()]
+            if lines:
+                reasons[t.host] = lines
+        elif t.task == "Read the pending-reboot sources":
+            sources[t.host] = _sources(t.stdout)
+    return {h: Pending(r, sources.get(h, frozenset())) for h, r in reasons.items()}
+
+
+def pending_reboots(inventory: Path, hosts: list[str]) -> dict[str, list[str]]:
+    """Read each host's pending-reboot record (one reason per line), written by the roles."""
+    return {h: p.reasons for h, p in read_pending(inventory, hosts).items()}
 
 
 def out_of_service(pool: Pool | None, hosts: list[str]) -> set[str]:
@@ -231,7 +265,9 @@ def provision(
                 progress.diffs(res.tasks)
             good = [h for h in batch if report.hosts.get(h, HostRecord(h)).status in ("ok", "changed")]
             if not opts.check and good:
-                _reboot_pending(report, inventory, good, opts, pool, progress, env, logs / f"batch-{i}")
+                _reboot_pending(
+                    report, plan_doc, inventory, good, opts, pool, progress, env, logs / f"batch-{i}"
+                )
             failed_total += sum(
                 1 for h in batch if report.hosts.get(h, HostRecord(h)).status in ("failed", "unreachable")
             )
@@ -266,9 +302,15 @@ def record_applied(
     }
     if not todo:
         return
-    if progress is not None:
-        progress.phase(f"applied state: reading what site.yml manages on {len(todo)} nodes")
-    reads = read_states(plan_doc, inventory, {n: m.to_dict() for n, m in todo.items()})
+    fresh = {  # read back after a reboot, nothing run since, the same names: no second read
+        name: StateRead(name, back[1])
+        for name in todo
+        if (back := report.hosts[name].read_back) is not None and back[0] == todo[name].to_dict()
+    }
+    todo_read = {n: m.to_dict() for n, m in todo.items() if n not in fresh}
+    if progress is not None and todo_read:
+        progress.phase(f"applied state: reading what site.yml manages on {len(todo_read)} nodes")
+    reads = {**fresh, **(read_states(plan_doc, inventory, todo_read) if todo_read else {})}
     for name, read in reads.items():
         rec = report.hosts[name]
         if read.state is None:
@@ -300,8 +342,15 @@ def provision_recorded(
     return report
 
 
+def _role_names() -> frozenset[str]:
+    """site.yml's roles (each role is tagged with its name there): the sources a pending reason can name."""
+    roles = assets.playbooks() / "roles"
+    return frozenset(p.name for p in roles.iterdir() if (p / "tasks").is_dir())
+
+
 def _reboot_pending(
     report: ProvisionReport,
+    plan_doc: dict[str, Any],
     inventory: Path,
     hosts: list[str],
     opts: Options,
@@ -310,9 +359,9 @@ def _reboot_pending(
     env: dict[str, str] | None = None,
     logs: Path | None = None,
 ) -> None:
-    pending = pending_reboots(inventory, hosts)
-    for h, reasons in pending.items():
-        report.hosts[h].pending_reboot = reasons
+    pending = read_pending(inventory, hosts)
+    for h, p in pending.items():
+        report.hosts[h].pending_reboot = p.reasons
     if not pending or opts.no_reboot:
         return
     names = []
@@ -322,7 +371,7 @@ def _reboot_pending(
             try:
                 # False: someone else drained it for another reason; reboot, but never resume it
                 report.hosts[h].drained = bool(
-                    pool.drain(h, f"clusterforge: reboot for {', '.join(pending[h])}")
+                    pool.drain(h, f"clusterforge: reboot for {', '.join(pending[h].reasons)}")
                 )
             except Exception as exc:  # never reboot a node that could not be taken out of the pool
                 rec = report.hosts[h]
@@ -334,6 +383,20 @@ def _reboot_pending(
         names.append(h)
     if not names:
         return
+    # After the reboot only the roles that asked for it converge again; what the others manage (files,
+    # packages, units, modules) is read right before the reboot and read back after it. A node whose
+    # reasons name no role, whose state cannot be read, or that reads back differently converges in full.
+    roles = _role_names()
+    kept = {
+        h: report.hosts[h].managed.to_dict()
+        for h in names
+        if pending[h].sources and pending[h].sources <= roles and report.hosts[h].managed
+    }
+    before = {
+        h: read.state
+        for h, read in (read_states(plan_doc, inventory, kept).items() if kept else ())
+        if read.state is not None
+    }
     res = run_playbook(
         "reboot.yml",
         inventory,
@@ -358,22 +421,58 @@ def _reboot_pending(
         return
     for h in back:
         report.hosts[h].rebooted = True
-    # check: converge again after boot (runtime settings, boot-time units); nothing may fail and
-    # nothing may still be pending before the node goes back into the pool.
-    res = run_playbook(
-        "site.yml",
-        inventory,
-        limit=",".join(back),
-        forks=opts.forks,
-        on_event=progress.event,
-        env=env,
-        keep_artifacts=logs / "after-reboot" if logs else None,
-    )
-    for h in back:
-        report.hosts[h].managed.add(res.managed.get(h, Managed()))
+    # the check: nothing may fail and nothing may still be pending before the node goes back into the pool
+    results: dict[str, HostResult | None] = {}
+    part = [h for h in back if h in before]
+    full = [h for h in back if h not in before]
+    if part:
+        tags = sorted(set().union(*(pending[h].sources for h in part)))
+        progress.phase(f"after the reboot: {', '.join(tags)} again on {', '.join(part)}, the rest read back")
+        res = run_playbook(
+            "site.yml",
+            inventory,
+            limit=",".join(part),
+            tags=",".join(tags),
+            forks=opts.forks,
+            on_event=progress.event,
+            env=env,
+            keep_artifacts=logs / "after-reboot" if logs else None,
+        )
+        for h in part:
+            report.hosts[h].managed.add(res.managed.get(h, Managed()))
+            results[h] = res.hosts.get(h)
+        ok = [h for h in part if (hr := results[h]) is not None and hr.status in ("ok", "changed")]
+        reads = read_states(plan_doc, inventory, {h: kept[h] for h in ok}) if ok else {}
+        for h in ok:
+            read = reads.get(h)
+            diffs = (
+                [f"state not read back ({read.error if read else 'no answer'})"]
+                if read is None or read.state is None
+                else reboot_differences(Managed.from_dict(kept[h]), before[h], read.state)
+            )
+            if diffs:
+                report.hosts[h].message = f"after the reboot {'; '.join(diffs)[:300]}: converged in full"
+                log.warning("%s: after the reboot %s: site.yml again", h, "; ".join(diffs))
+                full.append(h)
+            elif read is not None and read.state is not None:
+                report.hosts[h].read_back = (kept[h], read.state)
+    if full:
+        progress.phase(f"after the reboot: site.yml again on {', '.join(full)}")
+        res = run_playbook(
+            "site.yml",
+            inventory,
+            limit=",".join(full),
+            forks=opts.forks,
+            on_event=progress.event,
+            env=env,
+            keep_artifacts=(logs / ("after-reboot-full" if part else "after-reboot")) if logs else None,
+        )
+        for h in full:
+            report.hosts[h].managed.add(res.managed.get(h, Managed()))
+            results[h] = res.hosts.get(h)
     still = pending_reboots(inventory, back)
     for h in back:
-        hr = res.hosts.get(h)
+        hr = results.get(h)
         rec = report.hosts[h]
         rec.pending_reboot = still.get(h, [])
         if hr is None or hr.status in ("failed", "unreachable") or h in still:

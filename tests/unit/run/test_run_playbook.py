@@ -41,7 +41,10 @@ def test_relative_inventory_reaches_the_host(inventory: Path, monkeypatch: pytes
         extravars={"clusterforge_pending_file": str(inventory / "none")},
     )
     assert res.rc == 0 and set(res.hosts) == {"n1"}
-    assert [(t.task, t.status) for t in res.tasks] == [("Read the pending-reboot record", "ok")]
+    assert [(t.task, t.status) for t in res.tasks] == [
+        ("Read the pending-reboot record", "ok"),
+        ("Read the pending-reboot sources", "ok"),
+    ]
 
 
 def test_limit_matching_no_host_is_a_failure(inventory: Path) -> None:
