@@ -4,7 +4,9 @@ markdown table (stage, variant, nodes, seconds, seconds per node). No assertions
 Stages (choose with --stages; sizes with the flags below):
   plan       `clusterforge plan` stages for ~1k / 10k / 100k GPUs (bench_plan.py's fresh-process runs)
   lab        lab up (infra + every node SSH-reachable) for 4 / 16 nodes (32 with --full), then down
-  provision  first and no-op provision of 4 nodes (16 with --full), tuned runner env (Mitogen); no-op again
+  provision  first provision of pristine nodes converging every role after the reboot, the nodes reset, then
+             first (only the roles that asked converge after the reboot) and no-op provision of 4 nodes (16
+             with --full), tuned runner env (Mitogen); no-op again
              with the stock env (linear strategy) and, last in the lab session, with the naive env
              (clusterforge.run.naive: forks 5, no pipelining, no ControlPersist, no fact cache)
   certify    quick tier, 4 / 16 nodes (32 with --full; nodes provisioned only where a provision or drift
@@ -97,6 +99,12 @@ def find(rows: list[Row], stage: str, variant: str, nodes: int) -> Row | None:
 
 #: (name, stage, slow variant, fast variant): the tuned-vs-naive comparisons reported as ratios
 COMPARISONS = (
+    (
+        "first provision: every role after the reboot / the roles that asked (rest read back)",
+        "provision",
+        "first (tuned, every role after the reboot)",
+        "first (tuned)",
+    ),
     ("no-op provision: naive env / tuned env", "provision", "no-op naive", "no-op tuned"),
     ("no-op provision: stock tuned (linear) / tuned (Mitogen)", "provision", "no-op stock", "no-op tuned"),
     ("drift: stock tuned (linear) / tuned (Mitogen)", "drift", "stock (linear)", "tuned"),
@@ -307,7 +315,7 @@ def lab_session(n: int, sizes: dict[str, list[Any]], tmp: Path, log: Any) -> lis
         _say(rows[-1])
         provisioned = False
         if n in sizes["provision"] or n in sizes["drift"]:
-            rows += bench_provision(doc, inv, n, console, naive=False)
+            rows += bench_provision(doc, inv, n, console, naive=False, lab=lab)
             provisioned = True
         if n in sizes["certify"]:
             rows += bench_certify(doc, inv, spec, n, console, tmp, provisioned)
@@ -325,9 +333,19 @@ def lab_session(n: int, sizes: dict[str, list[Any]], tmp: Path, log: Any) -> lis
     return rows
 
 
-def bench_provision(doc: dict[str, Any], inv: Path, n: int, console: Any, naive: bool) -> list[Row]:
-    """First run, then no-op runs: tuned, stock; with `naive`, the naive no-op and tuned again."""
-    rows = [_provision_row(doc, inv, n, console, v) for v in ("first (tuned)", "no-op tuned", "no-op stock")]
+def bench_provision(
+    doc: dict[str, Any], inv: Path, n: int, console: Any, naive: bool, lab: Any = None
+) -> list[Row]:
+    """First run, then no-op runs: tuned, stock; with `naive`, the naive no-op and tuned again. With `lab`,
+    a first run that converges every role after the reboot goes before, on the same pristine nodes (reset
+    in between): the after-reboot check side by side."""
+    rows = []
+    if lab is not None:
+        rows.append(_provision_row(doc, inv, n, console, "first (tuned, every role after the reboot)"))
+        for node in lab.plan.nodes:
+            lab.reset(node.name, wait=True)
+        lab.wait_ssh(timeout=600)
+    rows += [_provision_row(doc, inv, n, console, v) for v in ("first (tuned)", "no-op tuned", "no-op stock")]
     if naive:
         rows += bench_naive(doc, inv, n, console)
     return rows
@@ -344,7 +362,11 @@ def _provision_row(doc: dict[str, Any], inv: Path, n: int, console: Any, variant
     from clusterforge.run.provision import Options, provision_recorded
     from clusterforge.run.shard import forks_for
 
-    opts = Options(forks=ANSIBLE_DEFAULT_FORKS) if variant == "no-op naive" else Options()
+    opts = (
+        Options(forks=ANSIBLE_DEFAULT_FORKS)
+        if variant == "no-op naive"
+        else Options(converge_all_after_reboot="every role after the reboot" in variant)
+    )
     ctx = {"no-op naive": naive_runner, "no-op stock": stock_runner}.get(variant, contextlib.nullcontext)
     with ctx():
         target = targets.for_plan(doc)

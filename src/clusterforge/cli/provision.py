@@ -30,6 +30,14 @@ def provision(
         int | None, typer.Option(help="parallel hosts (default: sized from the inventory)")
     ] = None,
     no_reboot: Annotated[bool, typer.Option("--no-reboot", help="leave boot-time changes pending")] = False,
+    converge_all_after_reboot: Annotated[
+        bool,
+        typer.Option(
+            "--converge-all-after-reboot",
+            help="after a reboot run every role again (default: only those that asked for the reboot; "
+            "the rest is read back and must read the same)",
+        ),
+    ] = False,
     certify: Annotated[
         bool, typer.Option(help="run the quick tier and admit passing nodes afterwards")
     ] = False,
@@ -55,6 +63,7 @@ def provision(
             diff=diff,
             forks=forks,
             no_reboot=no_reboot,
+            converge_all_after_reboot=converge_all_after_reboot,
             extra_vars=extravars.parse(extra_vars or []),
         ),
         console,

@@ -57,6 +57,8 @@ class Options:
     forks: int | None = None
     no_reboot: bool = False
     reboot_timeout: int = 600
+    #: after the reboot converge every role again (as rolling.yml does), not only those that asked for it
+    converge_all_after_reboot: bool = False
     extra_vars: dict[str, Any] = field(default_factory=dict)  # --extra-vars: win over every inventory layer
 
 
@@ -390,7 +392,10 @@ def _reboot_pending(
     kept = {
         h: report.hosts[h].managed.to_dict()
         for h in names
-        if pending[h].sources and pending[h].sources <= roles and report.hosts[h].managed
+        if pending[h].sources
+        and pending[h].sources <= roles
+        and report.hosts[h].managed
+        and not opts.converge_all_after_reboot
     }
     before = {
         h: read.state

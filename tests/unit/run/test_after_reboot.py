@@ -108,7 +108,7 @@ class FakeNodes:
 
 @pytest.fixture
 def loop(monkeypatch: pytest.MonkeyPatch) -> Any:
-    def run(sources: str, after: dict[str, Any] | None = None) -> tuple[FakeNodes, Any]:
+    def run(sources: str, after: dict[str, Any] | None = None, **opts: Any) -> tuple[FakeNodes, Any]:
         fake = FakeNodes(sources, after)
         monkeypatch.setattr(provision_mod, "run_playbook", fake.run_playbook)
         monkeypatch.setattr(provision_mod, "read_states", fake.read_states)
@@ -119,7 +119,7 @@ def loop(monkeypatch: pytest.MonkeyPatch) -> Any:
             "rollout": {"serial": "100%", "max_fail_percentage": 0},
             "nodes": [{"name": "n1"}, {"name": "n2"}],
         }
-        report = provision_mod.provision(doc, Path("/nonexistent"), provision_mod.Options(), None)
+        report = provision_mod.provision(doc, Path("/nonexistent"), provision_mod.Options(**opts), None)
         return fake, report
 
     return run
@@ -151,6 +151,15 @@ def test_a_node_that_reads_back_differently_converges_in_full(loop: Any) -> None
     assert "lldpd.service: active before, failed after" in report.hosts["n2"].message
     assert "converged in full" in report.hosts["n2"].message and not report.hosts["n1"].message
     assert fake.reads == [("n1", "n2"), ("n1", "n2"), ("n2",)]  # n2 read again after its full run
+
+
+def test_converge_all_after_reboot_runs_every_role(loop: Any) -> None:
+    fake, report = loop(FACT, converge_all_after_reboot=True)
+    assert report.ok
+    assert [c for c in fake.calls if c[0] == "site.yml"] == [
+        ("site.yml", "n1,n2", ""),
+        ("site.yml", "n1,n2", ""),
+    ]
 
 
 @pytest.mark.parametrize(
