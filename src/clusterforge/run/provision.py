@@ -430,22 +430,26 @@ def _reboot_pending(
     results: dict[str, HostResult | None] = {}
     part = [h for h in back if h in before]
     full = [h for h in back if h not in before]
-    if part:
-        tags = sorted(set().union(*(pending[h].sources for h in part)))
-        progress.phase(f"after the reboot: {', '.join(tags)} again on {', '.join(part)}, the rest read back")
+
+    def converge(on: list[str], tags: str | None, folder: str) -> None:
         res = run_playbook(
             "site.yml",
             inventory,
-            limit=",".join(part),
-            tags=",".join(tags),
+            limit=",".join(on),
+            tags=tags,
             forks=opts.forks,
             on_event=progress.event,
             env=env,
-            keep_artifacts=logs / "after-reboot" if logs else None,
+            keep_artifacts=logs / folder if logs else None,
         )
-        for h in part:
+        for h in on:
             report.hosts[h].managed.add(res.managed.get(h, Managed()))
             results[h] = res.hosts.get(h)
+
+    if part:
+        tags = sorted(set().union(*(pending[h].sources for h in part)))
+        progress.phase(f"after the reboot: {', '.join(tags)} again on {', '.join(part)}, the rest read back")
+        converge(part, ",".join(tags), "after-reboot")
         ok = [h for h in part if (hr := results[h]) is not None and hr.status in ("ok", "changed")]
         reads = read_states(plan_doc, inventory, {h: kept[h] for h in ok}) if ok else {}
         for h in ok:
@@ -463,18 +467,7 @@ def _reboot_pending(
                 report.hosts[h].read_back = (kept[h], read.state)
     if full:
         progress.phase(f"after the reboot: site.yml again on {', '.join(full)}")
-        res = run_playbook(
-            "site.yml",
-            inventory,
-            limit=",".join(full),
-            forks=opts.forks,
-            on_event=progress.event,
-            env=env,
-            keep_artifacts=(logs / ("after-reboot-full" if part else "after-reboot")) if logs else None,
-        )
-        for h in full:
-            report.hosts[h].managed.add(res.managed.get(h, Managed()))
-            results[h] = res.hosts.get(h)
+        converge(full, None, "after-reboot-full" if part else "after-reboot")
     still = pending_reboots(inventory, back)
     for h in back:
         hr = results.get(h)

@@ -76,6 +76,7 @@ PARSERS: dict[str, Parser] = {
     "lsblk-json": lsblk.parse,
     "mount-grep-nfs": findmnt.parse_mount_lines,
     "dpkg-l-nvidia": packages.parse_dpkg_l,
+    "dpkg-query-W-f-package-version-status": packages.parse_dpkg_query,
     "rpm-qa-qf-name-epoch-version-release-arch": packages.parse_rpm_query,
     "rpm-qa-qf-name-epochnum-version-release-arch": packages.parse_rpm_query,
     "rpm-q-qf-not-installed": packages.parse_rpm_query,

@@ -4,8 +4,9 @@ Real captures: dpkg-l-nvidia__ubuntu-465-driver-un-ii-rc-states-truncated-versio
 (https://github.com/NVIDIA/nvidia-docker/issues/1506); ``rpm -qa --qf '%{NAME} %{EPOCH} %{VERSION} %{RELEASE}
 %{ARCH}\n'`` on Oracle Linux 8.7 and CentOS 6.10 and its ``%{EPOCHNUM}`` form
 (https://github.com/future-architect/vuls/pull/1381), and rpm's "package X is not installed" line on stdout
-(https://github.com/rpm-software-management/rpm/pull/1794); see tests/fixtures/real/SOURCES.md. No public
-capture of ``dpkg-query -W -f=...`` with this format, nor of an RPM listing with a set epoch or several
+(https://github.com/rpm-software-management/rpm/pull/1794); ``dpkg-query -W -f=...`` in the validators'
+format captured on a Debian 12 machine; see tests/fixtures/real/SOURCES.md. No capture of held, removed
+(``rc``) or not-installed dpkg states in that format, nor of an RPM listing with a set epoch or several
 kernels, was found: those inputs are CONSTRUCTED below from the tools' documented formats (dpkg-query(1)
 ``-W -f`` fields and ``${db:Status-Abbrev}``; rpm(8) ``--queryformat`` tags), and say so.
 """
@@ -60,6 +61,17 @@ def test_dpkg_query_constructed() -> None:
         parse_dpkg_query("rdma-core 44.0-2 ii\n")
     with pytest.raises(ParseError, match="upstream version must start with a digit"):
         parse_dpkg_query("rdma-core\tgarbage\tii \n")
+
+
+def test_dpkg_query_real(real: Callable[[str], str]) -> None:
+    p = parse_dpkg_query(
+        real("dpkg-query-W-f-package-version-status__debian12.11-bookworm-named-epoch-local__1.txt")
+    )
+    assert p.family == "debian" and p.not_installed == ()
+    assert sorted(p.installed) == ["iproute2", "libc6", "openssh-client", "python3", "systemd-container"]
+    assert p.versions("openssh-client") == ("1:9.2p1-2+deb12u6",) and p.states["python3"] == "ii"
+    assert upstream("debian", p.versions("openssh-client")[0]) == "9.2p1"
+    assert matches_pin("debian", p.versions("python3")[0], "3.11.2")
 
 
 @pytest.mark.parametrize(
