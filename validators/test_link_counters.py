@@ -160,11 +160,14 @@ def sample(probe: Probe, dirs: list[str], window: float, ports: dict[str, str] |
         eth: dict[str, str] = {}
         try:
             first, t1, missing = _read(probe, dirs, ports or {}, bad, eth)
-            if missing:  # no second `ethtool -S`: its counters cannot be judged anyway
-                ports = {}
-            _sleep(window)
-            second, t2, _ = _read(probe, dirs, ports or {}, bad, eth)
-            got = Sample(first, second, t2 - t1, bad, eth_errors=eth, eth_missing=missing)
+            if not first:  # no port shows a counter (no HCA the kernel sees): nothing to read twice
+                got = Sample(first, {}, 0.0, bad, eth_errors=eth, eth_missing=missing)
+            else:
+                if missing:  # no second `ethtool -S`: its counters cannot be judged anyway
+                    ports = {}
+                _sleep(window)
+                second, t2, _ = _read(probe, dirs, ports or {}, bad, eth)
+                got = Sample(first, second, t2 - t1, bad, eth_errors=eth, eth_missing=missing)
         except CheckError as exc:
             got = Sample({}, {}, 0.0, error=exc)
         _SAMPLES[probe] = got

@@ -17,7 +17,15 @@ from typing import Any
 
 import pytest
 
-from clusterforge.certify.checks import CheckError, Probe, expect, expect_equal, prefetches, read_cmd
+from clusterforge.certify.checks import (
+    CheckError,
+    CheckFailed,
+    Probe,
+    expect,
+    expect_equal,
+    prefetches,
+    read_cmd,
+)
 from clusterforge.certify.fixes import hint
 from clusterforge.hw import iproute
 from clusterforge.plan.expect import NodeExpect
@@ -59,8 +67,27 @@ def commands(node: NodeExpect) -> list[str]:
     return reads + ([ROUTE] if m["gateway"] else [])
 
 
-def _int(probe: Probe, path: str) -> int:
-    text = probe.read(path)
+def _read(probe: Probe, netdev: str, name: str) -> str:
+    """A sysfs attribute of the management netdev; the netdev itself absent (no /sys/class/net/<netdev>:
+    the NIC is missing or the installer named it otherwise) is a measured absence, a fail naming it."""
+    path = sysfs(netdev, name)
+    try:
+        return probe.read(path)
+    except CheckError as exc:
+        if f"{path}: No such file or directory" not in str(exc):
+            raise
+    raise CheckFailed(
+        f"management netdev {netdev}",
+        "present",
+        f"absent (no {SYSFS}/{netdev})",
+        f"the plan's management netdev is {netdev} (the SKU's management_nic.netdev): check that the NIC is "
+        "seen (`ip link`, `lspci`) and that the OS installer names it so (a udev/systemd .link rule by MAC)",
+    )
+
+
+def _int(probe: Probe, netdev: str, name: str) -> int:
+    path = sysfs(netdev, name)
+    text = _read(probe, netdev, name)
     try:
         return int(text)
     except ValueError:
@@ -70,13 +97,13 @@ def _int(probe: Probe, path: str) -> int:
 def test_mgmt_up(node: NodeExpect, probe: Probe) -> None:
     """The management netdev is operationally up (carrier and link)."""
     netdev = desired_mgmt(node)["netdev"]
-    state = probe.read(sysfs(netdev, "operstate"))
+    state = _read(probe, netdev, "operstate")
     expect_equal(f"management netdev {netdev} operstate", "up", state, hint("mgmt_link", node.name))
 
 
 def test_mgmt_mtu(node: NodeExpect, probe: Probe) -> None:
     m = desired_mgmt(node)
-    found = _int(probe, sysfs(m["netdev"], "mtu"))
+    found = _int(probe, m["netdev"], "mtu")
     expect_equal(f"management netdev {m['netdev']} MTU", int(m["mtu"]), found, hint("mgmt_config", node.name))
 
 
@@ -84,7 +111,7 @@ def test_mgmt_speed(node: NodeExpect, probe: Probe) -> None:
     """The negotiated speed equals the desired one: lower is a degraded link; -1 (unknown) is an error."""
     m = desired_mgmt(node)
     want = int(m["speed_mbps"])
-    found = _int(probe, sysfs(m["netdev"], "speed"))
+    found = _int(probe, m["netdev"], "speed")
     probe.note("speed_mbps", found)
     if found <= 0:
         raise CheckError(

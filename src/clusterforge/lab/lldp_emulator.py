@@ -78,7 +78,7 @@ def announcements(
         fabric = fabric_entry(plan.raw, n.fabric)
         if fabric is None or not n.rails:
             continue
-        planned = {int(w["rail"]): w for w in rail_neighbours(n.raw, fabric)}
+        planned = {int(w["rail"]): w for w in rail_neighbours(n.raw)}
         for r in n.rails:
             w = planned[r.index]
             ends[(n.name, r.bridge)] = (str(w["switch"]), str(w["switch_port_name"]))

@@ -18,6 +18,7 @@ from clusterforge.errors import InputError
 from clusterforge.plan.addressing import Allocator, mac_parts, management_ips
 from clusterforge.plan.desired import netdev_mtu, node_desired
 from clusterforge.plan.desired_counters import counters_input
+from clusterforge.plan.desired_fabric import node_cable_ids
 from clusterforge.plan.desired_monitoring import monitoring_input
 from clusterforge.plan.desired_network import management_input
 from clusterforge.plan.desired_storage import storage_input
@@ -25,6 +26,7 @@ from clusterforge.plan.digest import canonical_json, sha256_of
 from clusterforge.plan.fabric import Fabric, FabricInput, plan_fabric
 from clusterforge.spec.layout import node_slots, rack_name
 from clusterforge.spec.load import Spec
+from clusterforge.spec.netcatalog import PortNaming
 
 SCHEMA_VERSION = 1
 
@@ -231,6 +233,11 @@ def build_plan(spec: Spec) -> Plan:
     for s in slots:
         fabric_nodes[pools[s.pool].fabric].append(s.name)
     fabrics = _plan_fabrics(spec, fabric_nodes)
+    # per fabric: its leaves' port naming and every node-leaf cable's ID, as the cabling sheet numbers them
+    cabling = {
+        f: (PortNaming(fab.switch_model, fab.port_speed_gbps), node_cable_ids(f, fab.links))
+        for f, fab in fabrics.items()
+    }
     rail_alloc = {
         f: [Allocator(net, c.addressing.reserved) for net in c.addressing.compute.get(f, [])] for f in fabrics
     }
@@ -254,6 +261,7 @@ def build_plan(spec: Spec) -> Plan:
         fname = pool.fabric
         ftype = fabrics_spec[fname].type
         node_ports = fabrics[fname].node_ports
+        naming, cables = cabling[fname]
         allocs = rail_alloc[fname]
         entry = entries.get(s.name)
         macs = entry.macs if entry else {}
@@ -281,6 +289,8 @@ def build_plan(spec: Spec) -> Plan:
                     "speed_gbps": nics.speed_gbps,
                     "leaf": leaf,
                     "leaf_port": port,
+                    "leaf_port_name": naming.ref(port).name,
+                    "cable_id": cables.get((s.name, r.rail), ""),
                     "mac": macs.get(r.netdev) or f"{mac_hi}{1 + r.rail:02x}{mac_lo}",
                 }
             )

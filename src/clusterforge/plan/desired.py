@@ -19,8 +19,7 @@ from clusterforge.plan.desired_monitoring import monitoring_desired
 from clusterforge.plan.desired_network import management_desired
 from clusterforge.plan.desired_software import software_desired
 from clusterforge.plan.desired_storage import storage_desired
-
-DESIRED_VERSION = "clusterforge-desired/3"
+from clusterforge.plan.desired_version import DESIRED_VERSION
 
 # IPoIB datagram mode: the 4096-byte IB MTU less the 4-byte IPoIB encapsulation header (the netdev MTU).
 IPOIB_MTU = 4092

@@ -2,19 +2,18 @@
 
 `lldp_desired` is a function of the SKU's rails (the `lldp` key of the compiled desired state, shared by
 every node of the SKU, applied by the lldpd role). `rail_neighbours` is per node: the switch and switch port
-at the far end of each rail, read from plan.json (the node's rails' `leaf`/`leaf_port` and the fabric's
-switch model) with the same port naming and cable numbering as the cabling sheet (`plan/cabling.py`), so
-the per-node validator and `clusterforge fabric check` compare against the same cables (a unit test keeps
-them equal).
+at the far end of each rail, read from plan.json: the plan compiles each rail's leaf port name and cable ID
+(`node_cable_ids` here, the switch model's port naming) with the same naming and numbering as the cabling
+sheet (`plan/cabling.py`), so the per-node validator and `clusterforge fabric check` compare against the
+same cables (a unit test keeps them equal), and a validator needs no switch catalog.
 
-Pure; plain JSON types.
+Pure; plain JSON types; standard library only (the validators import it, on nodes too).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
-
-from clusterforge.spec.netcatalog import PortNaming
 
 # lldpd: port ID = the interface name (lldpd's default is the MAC address unless the port has an alias),
 # so a switch's LLDP table names the node's rail netdev; TTL = tx-interval x tx-hold (lldpcli(8)).
@@ -56,30 +55,24 @@ def lldp_desired(sku: dict[str, Any], rails: list[dict[str, Any]]) -> dict[str, 
     }
 
 
-def _cable_ids(fabric: dict[str, Any], node: str) -> dict[int, str]:
-    """Rail index -> cable ID of `node`'s node-leaf cables (the sheet's `<fabric>-nl-<seq>` numbering)."""
-    links = fabric.get("links") or []
-    count = sum(1 for link in links if link[0] == "node-leaf")
-    width = max(4, len(str(count)))
-    out: dict[int, str] = {}
-    seq = 0
-    for link in links:
-        if link[0] != "node-leaf":
-            continue
-        seq += 1
-        if link[1] == node:
-            out[int(link[2])] = f"{fabric['name']}-nl-{seq:0{width}d}"
-    return out
+def node_cable_ids(fabric_name: str, links: Iterable[Sequence[Any]]) -> dict[tuple[str, int], str]:
+    """(node, rail) -> cable ID of every node-leaf cable of a fabric (the sheet's `<fabric>-nl-<seq>`
+    numbering, in the fabric's link order); ``links`` are the plan's `[kind, a_dev, a_port, ...]` rows."""
+    node_leaf = [link for link in links if link[0] == "node-leaf"]
+    width = max(4, len(str(len(node_leaf))))
+    return {
+        (str(link[1]), int(link[2])): f"{fabric_name}-nl-{seq:0{width}d}"
+        for seq, link in enumerate(node_leaf, 1)
+    }
 
 
-def rail_neighbours(node: dict[str, Any], fabric: dict[str, Any]) -> list[dict[str, Any]]:
+def rail_neighbours(node: dict[str, Any]) -> list[dict[str, Any]]:
     """Per rail of plan.json ``node`` (rail order): its netdev and HCA, and the switch, switch port (number
-    and name in the switch OS's naming) and cable ID at its far end, from the plan's ``fabric`` entry."""
-    naming = PortNaming(str(fabric["switch_model"]), int(fabric["port_speed_gbps"]))
-    ids = _cable_ids(fabric, str(node["name"]))
+    and name in the switch OS's naming) and cable ID at its far end, as the plan compiled them into the
+    node's rails (`leaf`, `leaf_port`, `leaf_port_name`, `cable_id`: plan/build.py, with the cabling sheet's
+    port naming and cable numbering). KeyError when a rail lacks them (a plan compiled before they were)."""
     out = []
     for r in sorted(node["rails"], key=lambda r: int(r["index"])):
-        port = int(r["leaf_port"])
         out.append(
             {
                 "rail": int(r["index"]),
@@ -87,9 +80,9 @@ def rail_neighbours(node: dict[str, Any], fabric: dict[str, Any]) -> list[dict[s
                 "hca": str(r["hca"]),
                 "link_layer": str(r["link_layer"]),
                 "switch": str(r["leaf"]),
-                "switch_port": port,
-                "switch_port_name": naming.ref(port).name,
-                "cable_id": ids.get(int(r["index"]), ""),
+                "switch_port": int(r["leaf_port"]),
+                "switch_port_name": str(r["leaf_port_name"]),
+                "cable_id": str(r["cable_id"]),
             }
         )
     return out

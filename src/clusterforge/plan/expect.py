@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from clusterforge.plan.desired import DESIRED_VERSION  # the version plan/desired.py writes
 from clusterforge.plan.desired_fabric import fabric_entry, rail_neighbours
+from clusterforge.plan.desired_version import DESIRED_VERSION  # the version plan/desired.py writes
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ class NodeExpect:
             raise KeyError(
                 f"plan.json has no fabric {self.fabric!r} for {self.name}: re-run `clusterforge plan`"
             )
-        return rail_neighbours(self.plan_node, self.plan_fabric)
+        return rail_neighbours(self.plan_node)
 
     def rail(self, index: int) -> Rail:
         return next(r for r in self.rails if r.index == index)

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from math import ceil
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from clusterforge.spec.model import Cabling
+if TYPE_CHECKING:  # the validators import this module (fabric/model.py), on nodes too: no schema at run time
+    from clusterforge.spec.model import Cabling
 
 U_M = 0.04445  # one rack unit, 1.75 in (EIA-310)
 

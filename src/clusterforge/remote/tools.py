@@ -47,10 +47,14 @@ _TOOLS = (
     Tool("mlnx_qos", "mlnx-tools", "rdma", "roce_qos"),
     Tool("mlxconfig", "mft", "rdma", "mlxconfig"),
     Tool("mlxfwmanager", "mft", "rdma", "mlxconfig"),
+    Tool("ofed_info", "ofed-scripts (DOCA-OFED, MLNX_OFED)", "rdma", "rdma_packages"),
     # nvidia_gpu role: driver, DCGM
     Tool("nvidia-smi", "nvidia driver utilities", "nvidia_gpu", "gpu_driver"),
     Tool("dcgmi", "datacenter-gpu-manager", "nvidia_gpu", "dcgm"),
     Tool("nv-hostengine", "datacenter-gpu-manager (service nvidia-dcgm)", "nvidia_gpu", "dcgm", daemon=True),
+    Tool("clusterforge-acs", "the role's ACS script", "nvidia_gpu", "acs"),
+    # monitoring role: the passive health check (a script the role copies; certification runs it once)
+    Tool("clusterforge-healthcheck", "the role's health check script", "monitoring", "health_check"),
     # lldpd role: the LLDP agent the per-node cabling check reads
     Tool("lldpcli", "lldpd", "lldpd", "lldpd"),
     # os_tuning role: chrony, tuned and the node tools of every node (ethtool: the link-counters check's
@@ -70,8 +74,10 @@ _NOT_FOUND = (
     re.compile(r"^(?:[\w./-]+: )?(?:line )?(?:\d+: )?(?P<tool>[^\s:]+): (?:command )?not found\s*$", re.M),
     re.compile(r"failed to run command ['‘](?P<tool>[^'’]+)['’]: No such file or directory"),
 )
-#: launchers that could not start the program on a node: Slurm's slurmstepd, Open MPI's mpirun
+#: launchers that could not start the program on a node: Slurm's slurmstepd, Open MPI's mpirun, and
+#: CPython given a script path that does not exist (exit 2; seen on the lent H100 machine, Python 3.12)
 _LAUNCH_FAILED = (
+    re.compile(r"^python[\d.]*: can't open file ['‘](?P<tool>[^'’]+)['’]: \[Errno 2\]", re.M),
     re.compile(r"execve\(\): (?P<tool>[^\s:]+): No such file or directory"),
     re.compile(r"was unable to find the specified executable file"),
 )

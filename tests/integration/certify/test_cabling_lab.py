@@ -71,12 +71,12 @@ def test_crossed_rail_cables_fail_naming_both_and_pass_once_fixed(
     # suite's records, which the fault rounds of test_certify_lab.py build on
     monkeypatch.setenv("CLUSTERFORGE_DB", str(tmp_path / "records.db"))
     from clusterforge.lab.labplan import load
-    from clusterforge.plan.desired_fabric import fabric_entry, rail_neighbours
+    from clusterforge.plan.desired_fabric import rail_neighbours
 
     lp = load(certify_lab.inventory / "plan.json")
     node = lp.node(NODE)
     r0, r1 = node.rails[0], node.rails[1]
-    planned = {int(w["rail"]): w for w in rail_neighbours(node.raw, fabric_entry(lp.raw, node.fabric))}
+    planned = {int(w["rail"]): w for w in rail_neighbours(node.raw)}
     _wait_heard(certify_lab, r0.netdev, str(planned[0]["switch"]))  # as wired by the lab
     _attach(r0.host_link, r1.bridge)
     _attach(r1.host_link, r0.bridge)

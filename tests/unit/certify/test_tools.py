@@ -35,6 +35,20 @@ from tests.conftest import PLAYBOOKS
             "slurmstepd: error: execve(): all_reduce_perf: No such file or directory",
             "all_reduce_perf",
         ),
+        (  # CPython 3.12's line, captured on the lent H100 machine (no health check installed there)
+            "python3 /usr/local/sbin/clusterforge-healthcheck --config /etc/clusterforge/healthcheck.json",
+            2,
+            "python3: can't open file '/usr/local/sbin/clusterforge-healthcheck': [Errno 2] No such file or "
+            "directory\n",
+            "clusterforge-healthcheck",
+        ),
+        (
+            "/usr/local/sbin/clusterforge-acs --status",
+            127,
+            "sh: 1: /usr/local/sbin/clusterforge-acs: not found\n",
+            "clusterforge-acs",
+        ),
+        ("ofed_info -s", 127, "sh: 1: ofed_info: not found\n", "ofed_info"),
         (
             "dcgmi diag -r 2 -j",
             1,
@@ -46,6 +60,7 @@ from tests.conftest import PLAYBOOKS
 def test_missing(command: str, rc: int, err: str, tool: str) -> None:
     found = tools.missing(command, rc, "", err)
     assert found is not None and found.name == tool
+    assert found.role, "every tool a check runs that a role installs names that role"
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,9 @@ Real captures: dpkg-l-nvidia__ubuntu-465-driver-un-ii-rc-states-truncated-versio
 %{ARCH}\n'`` on Oracle Linux 8.7 and CentOS 6.10 and its ``%{EPOCHNUM}`` form
 (https://github.com/future-architect/vuls/pull/1381), and rpm's "package X is not installed" line on stdout
 (https://github.com/rpm-software-management/rpm/pull/1794); ``dpkg-query -W -f=...`` in the validators'
-format captured on a Debian 12 machine; see tests/fixtures/real/SOURCES.md. No capture of held, removed
-(``rc``) or not-installed dpkg states in that format, nor of an RPM listing with a set epoch or several
+format captured on a Debian 12 machine and on the lent H100 machine's Ubuntu 24.04 image (held ``hi``
+packages, a ``un`` row with an empty version, a whole listing); see tests/fixtures/real/SOURCES.md. No
+capture of a removed (``rc``) state in that format, nor of an RPM listing with a set epoch or several
 kernels, was found: those inputs are CONSTRUCTED below from the tools' documented formats (dpkg-query(1)
 ``-W -f`` fields and ``${db:Status-Abbrev}``; rpm(8) ``--queryformat`` tags), and say so.
 """
@@ -72,6 +73,33 @@ def test_dpkg_query_real(real: Callable[[str], str]) -> None:
     assert p.versions("openssh-client") == ("1:9.2p1-2+deb12u6",) and p.states["python3"] == "ii"
     assert upstream("debian", p.versions("openssh-client")[0]) == "9.2p1"
     assert matches_pin("debian", p.versions("python3")[0], "3.11.2")
+
+
+def test_dpkg_query_real_held_and_unknown_states(real: Callable[[str], str]) -> None:
+    """The lent H100 machine's image: held (``hi``) packages are installed at their version; a package dpkg
+    knows but never installed prints ``un`` with an empty version and is not installed (not a parse error);
+    the absent name went to stderr and is simply not listed."""
+    p = parse_dpkg_query(
+        real("dpkg-query-W-f-package-version-status__ubuntu24.04-cuda13-image-hold-un-named-device__2.txt")
+    )
+    assert p.versions("libnccl2") == ("2.28.3-1+cuda13.0",) and p.states["libnccl2"] == "hi"
+    assert p.versions("libcudnn9-cuda-13") == ("9.14.0.64-1",) and p.states["libcudnn9-cuda-13"] == "hi"
+    assert p.versions("cuda-compat-13-0") == ("580.95.05-0ubuntu1",)
+    assert p.not_installed == ("cuda-cub-13-0",) and p.versions("cuda-cub-13-0") == ()
+    assert "nvidia-driver-570-open" not in p.states
+    assert not matches_pin("debian", p.versions("libnccl2")[0], "2.26.2")  # the lab pins NCCL 2.26.2
+    assert matches_pin("debian", p.versions("libnccl2")[0], "2.28.3")
+
+
+def test_dpkg_query_real_whole_listing(real: Callable[[str], str]) -> None:
+    p = parse_dpkg_query(
+        real("dpkg-query-W-f-package-version-status__ubuntu24.04-cuda13-image-all-device__3.txt")
+    )
+    assert len(p.installed) == 439 and p.not_installed == ()
+    held = sorted(n for n, st in p.states.items() if st == "hi")
+    assert held == ["libcublas-13-0", "libcublas-dev-13-0", "libcudnn9-cuda-13", "libnccl-dev", "libnccl2"]
+    assert p.versions("e2fsprogs") == ("1.47.0-2.4~exp1ubuntu4.1",)
+    assert upstream("debian", p.versions("e2fsprogs")[0]) == "1.47.0"
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ def test_rail_neighbours_are_the_sheets_node_rails(name: str) -> None:
     for n in [nodes[0], nodes[len(nodes) // 2], nodes[-1]]:
         fabric = fabric_entry(doc, n["fabric"])
         assert fabric is not None
-        got = rail_neighbours(n, fabric)
+        got = rail_neighbours(n)
         want = node_rails(plan, n["name"], sheet)
         assert [(g["rail"], g["netdev"], g["hca"]) for g in got] == [
             (w.rail, w.node_port, w.hca) for w in want

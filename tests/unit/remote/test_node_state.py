@@ -155,3 +155,35 @@ def test_rpm_holds_unknown_when_the_lock_list_cannot_be_read(
     assert errors and "holds not read" in errors[0]
     _fake_rpm(tmp_path, monkeypatch, tmp_path / "no-such.list")  # plugin without a list: nothing locked
     assert probe.read_packages(["nvidia-driver"], [])["nvidia-driver"]["hold"] is False
+
+
+def test_dpkg_holds_and_unknown_rows_from_a_real_capture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Debian-family node's view: `dpkg-query` printing what the lent H100 machine's printed for these
+    names (held `hi`, installed `ii`, a never-installed `un` row with no version; the absent name on
+    stderr, exit 1): held packages read as held, `un` and the absent name as not installed, no error."""
+    from clusterforge.remote import node_state_probe as probe
+
+    capture = (
+        REAL / "dpkg-query-W-f-package-version-status__ubuntu24.04-cuda13-image-hold-un-named-device__2.txt"
+    )
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    fake = bin_ / "dpkg-query"
+    fake.write_text(
+        f"#!/bin/sh\n/bin/cat '{capture}'\n"
+        "echo 'dpkg-query: no packages found matching nvidia-driver-570-open' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_))
+    names = ["libcudnn9-cuda-13", "cuda-compat-13-0", "cuda-cub-13-0", "nvidia-driver-570-open", "libnccl2"]
+    errors: list[str] = []
+    assert probe.read_packages(names, errors) == {
+        "libcudnn9-cuda-13": {"version": "9.14.0.64-1", "hold": True},
+        "cuda-compat-13-0": {"version": "580.95.05-0ubuntu1", "hold": False},
+        "cuda-cub-13-0": None,
+        "nvidia-driver-570-open": None,
+        "libnccl2": {"version": "2.28.3-1+cuda13.0", "hold": True},
+    }
+    assert errors == []

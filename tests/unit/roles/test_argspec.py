@@ -124,7 +124,7 @@ def test_preflight_lists_every_problem_in_one_message(run_ansible: Runner) -> No
     msg = failed[0][1]["msg"]
     assert "preflight failed on roce-01" in msg
     assert "unsupported OS" in msg and "supported: Ubuntu 24.04" in msg
-    assert "desired driver 550.54.15 is not on branch 570" in msg
+    assert "driver 550.54.15 is not on branch 570" in msg
     assert "the plan pins no NVIDIA packages for OS family Debian (it has: RedHat)" in msg
     assert "rail netdev(s) missing: enp24s0np0, enp64s0np0" in msg
     assert "management netdev missing: mgmt0" in msg

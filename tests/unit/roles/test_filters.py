@@ -185,3 +185,31 @@ def test_mlxconfig_parse_and_match(mlxconfig) -> None:
     assert mlxconfig.matches(vals["PCI_WR_ORDERING"]["next_boot"], 1)
     assert not mlxconfig.matches(vals["PCI_WR_ORDERING"]["next_boot"], "per_mkey")
     assert mlxconfig.setting_text(True) == "1"
+
+
+def test_nvidia_desired_problems(filters: ModuleType) -> None:
+    """The one statement of the NVIDIA pin rule (preflight and the nvidia_gpu role both ask it)."""
+    f = filters.nvidia_desired_problems
+    groups = [
+        {"label": "driver", "version": "570.133.20"},
+        {"label": "fabricmanager", "version": "570.133.20"},
+        {"label": "dcgm", "version": "1:4.2.3"},
+    ]
+    good = {"nvidia_driver": {"branch": "570", "version": "570.133.20"}, "packages": {"Debian": groups}}
+    labels = ["driver", "fabricmanager", "dcgm"]
+    assert f(good, "Debian", labels) == []
+    no_family = "the plan pins no NVIDIA packages for OS family RedHat (it has: Debian)"
+    assert f(good, "RedHat", labels) == [no_family]
+    assert f(good, "RedHat", []) == []  # nothing installed from packages: no group needed
+    off = {**good, "nvidia_driver": {"branch": "570", "version": "5700.1"}}  # a prefix is not the branch
+    assert f(off, "Debian", ["dcgm"]) == ["driver 5700.1 is not on branch 570"]
+    moved = {**good, "packages": {"Debian": [dict(groups[0], version="570.124.06"), groups[2]]}}
+    assert f(moved, "Debian", labels) == [
+        "driver packages pinned at 570.124.06, not the driver 570.133.20",
+        "no pinned fabricmanager packages for Debian",
+    ]
+    assert f({}, "Debian", ["driver"]) == [
+        "no pinned driver (software.nvidia_driver)",
+        "the plan pins no NVIDIA packages for OS family Debian (it has: )",
+    ]
+    assert f(None, "Debian", []) == ["no pinned driver (software.nvidia_driver)"]

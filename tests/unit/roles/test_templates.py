@@ -365,7 +365,7 @@ def test_dnf_package_specs_and_versionlock_rhel() -> None:
             "dcgm": "{{ (_nvidia_gpu_pinned_groups[2]).packages | clusterforge.node.package_specs("
             "_nvidia_gpu_pinned_groups[2].version, 'RedHat', _nvidia_gpu_pinned_groups[2].epoch) }}",
             "repo": "{{ nvidia_gpu_dnf_repo }}",
-            "stream": "{{ nvidia_gpu_dnf_module_stream }}",
+            "stream": "{{ _nvidia_gpu_dnf_stream }}",
         },
     )
     assert out["specs"] == ["driver", "fabricmanager", "dcgm"]
@@ -379,6 +379,11 @@ def test_dnf_package_specs_and_versionlock_rhel() -> None:
     assert out["dcgm"] == ["datacenter-gpu-manager-4-core-1:4.2.3", "datacenter-gpu-manager-4-cuda12-1:4.2.3"]
     assert out["repo"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"
     assert out["stream"] == "570-dkms"
+    knob = {"nvidia_gpu_dnf_module_stream": "570-open"}  # the site's flavour wins over the branch's DKMS one
+    stream = {"stream": "{{ _nvidia_gpu_dnf_stream }}"}
+    assert render("nvidia_gpu", family="RedHat", facts=ROCKY, variables=knob, expressions=stream) == {
+        "stream": "570-open"
+    }
 
 
 def test_image_driver_pins_only_what_the_role_installs() -> None:
@@ -414,7 +419,7 @@ def test_desired_state_problems_name_what_the_plan_lacks() -> None:
     debian = base["software"]["packages"]["Debian"]
     only_rhel = _desired_with(packages={"RedHat": base["software"]["packages"]["RedHat"]})
     out = render("nvidia_gpu", variables={"clusterforge_desired": only_rhel}, expressions=expr)
-    missing = [f"no pinned {label} packages for Debian" for label in ("driver", "fabricmanager", "dcgm")]
+    missing = ["the plan pins no NVIDIA packages for OS family Debian (it has: RedHat)"]
     assert out["problems"] == missing
     moved = [dict(g, version="570.124.06") if g["label"] == "driver" else g for g in debian]
     off = _desired_with(packages={"Debian": moved}, nvidia_driver={"branch": "550", "version": "570.133.20"})
@@ -433,7 +438,20 @@ def test_desired_state_problems_name_what_the_plan_lacks() -> None:
         expressions=expr,
     )
     # an image driver needs no driver group; fabric manager and DCGM still come from packages
-    assert image["problems"] == missing[1:]
+    assert image["problems"] == missing
+    no_dcgm = [g for g in debian if g["label"] != "dcgm"]
+    out = render(
+        "nvidia_gpu",
+        variables={"clusterforge_desired": _desired_with(packages={"Debian": no_dcgm})},
+        expressions=expr,
+    )
+    assert out["problems"] == ["no pinned dcgm packages for Debian"]
+    unpinned = dict(base["software"])
+    del unpinned["nvidia_driver"]
+    out = render(
+        "nvidia_gpu", variables={"clusterforge_desired": {**base, "software": unpinned}}, expressions=expr
+    )
+    assert out["problems"] == ["no pinned driver (software.nvidia_driver)"]
 
 
 def test_acs_conf_lists_the_rail_nics() -> None:

@@ -22,7 +22,7 @@ def _planned(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
     node = next(n for n in doc["nodes"] if n["name"] == name)
     fabric = fabric_entry(doc, node["fabric"])
     assert fabric is not None
-    return rail_neighbours(node, fabric)
+    return rail_neighbours(node)
 
 
 @pytest.fixture

@@ -145,3 +145,25 @@ def test_a_plan_without_the_section_is_an_error_naming_the_fix(roce_node: NodeEx
     assert net.commands(node) == []
     with pytest.raises(CheckError, match="re-run `clusterforge plan`"):
         net.test_mgmt_up(node, answers())
+
+
+def test_an_absent_management_netdev_is_a_measured_absence(roce_node: NodeExpect) -> None:
+    """As on the lent H100 machine (2026-11-27: no `mgmt0`, its NIC is `eth0`): `cat` of each attribute
+    exits 1 with coreutils' line; every check fails naming the absent netdev, none is an error."""
+    base = "/sys/class/net/mgmt0"
+    gone = FakeNode(
+        {
+            f"cat {base}/{f}": (1, "", f"cat: {base}/{f}: No such file or directory\n")
+            for f in ("operstate", "mtu", "speed")
+        }
+    )
+    for check in (net.test_mgmt_up, net.test_mgmt_mtu, net.test_mgmt_speed):
+        with pytest.raises(CheckFailed) as exc:
+            check(roce_node, gone)
+        assert str(exc.value).startswith(
+            "management netdev mgmt0: expected present; found absent (no /sys/class/net/mgmt0). "
+            "Fix: the plan's"
+        )
+    unreadable = FakeNode({f"cat {base}/speed": (1, "", f"cat: {base}/speed: Invalid argument\n")})
+    with pytest.raises(CheckError, match=r"exited 1: cat: .*Invalid argument"):  # present, unreadable: error
+        net.test_mgmt_speed(roce_node, unreadable)

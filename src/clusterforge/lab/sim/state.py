@@ -202,7 +202,7 @@ def far_ends(plan: dict[str, Any], node_d: dict[str, Any]) -> dict[int, dict[str
             "description": switch_description(str(w["switch"]), str(fabric["switch_model"])),
             "port": int(w["switch_port"]),
         }
-        for w in rail_neighbours(node_d, fabric)
+        for w in rail_neighbours(node_d)
         if w["link_layer"] == "InfiniBand"
     }
 

@@ -168,6 +168,37 @@ def cf_checked(value, kind, what="value"):
     return text
 
 
+def nvidia_desired_problems(software, family, labels):
+    """What the plan's NVIDIA pins (clusterforge_desired.software) lack for a node of OS family that
+    installs the package groups labels (driver, fabricmanager, dcgm): [] when the plan is current.
+
+    The one statement of the rule in the playbooks: preflight asks it before any role changes anything, the
+    nvidia_gpu role again when it starts (a hand-edited inventory; the spec check refuses such a spec first).
+    The driver must be on its branch (570.133.20 on 570); the family must have a group for each
+    label; the driver and fabric manager groups must be pinned at the driver's version."""
+    software = software if isinstance(software, dict) else {}
+    driver = software.get("nvidia_driver") if isinstance(software.get("nvidia_driver"), dict) else {}
+    version, branch = str(driver.get("version") or ""), str(driver.get("branch") or "")
+    out = []
+    if not version:
+        out.append("no pinned driver (software.nvidia_driver)")
+    elif not version.startswith(branch + "."):
+        out.append("driver %s is not on branch %s" % (version, branch))
+    packages = software.get("packages") if isinstance(software.get("packages"), dict) else {}
+    if labels and family not in packages:
+        out.append(
+            "the plan pins no NVIDIA packages for OS family %s (it has: %s)" % (family, ", ".join(sorted(packages)))
+        )
+        return out
+    groups = {g.get("label"): str(g.get("version")) for g in packages.get(family) or [] if isinstance(g, dict)}
+    for label in labels:
+        if label not in groups:
+            out.append("no pinned %s packages for %s" % (label, family))
+        elif label in ("driver", "fabricmanager") and version and groups[label] != version:
+            out.append("%s packages pinned at %s, not the driver %s" % (label, groups[label], version))
+    return out
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -177,4 +208,5 @@ class FilterModule:
             "package_specs": package_specs,
             "packages_missing": packages_missing,
             "cf_checked": cf_checked,
+            "nvidia_desired_problems": nvidia_desired_problems,
         }
