@@ -137,3 +137,17 @@ def test_power_cap_and_architecture_are_certified(ib_node: NodeExpect) -> None:
         CheckFailed, match=r"GPU model: expected NVIDIA H100 80GB HBM3 \(hopper\); found .*Ampere"
     ):
         gpu.test_model(ib_node, node_with(renamed))
+
+
+def test_memory_larger_than_the_sku_is_other_hardware_not_a_failing_gpu(ib_node: NodeExpect) -> None:
+    """An H200 (real capture, thamada) in an H100 pool, as when the lent machine was an H200 against the
+    H100 plan (2026-11-27): the fix is the SKU's, never an RMA; less memory than the SKU is the GPU's."""
+    gpu.test_memory(ib_node, node_with(real(SMI)))
+    with pytest.raises(CheckFailed) as exc:
+        gpu.test_memory(ib_node, node_with(real("nvidia-smi-q__h200-passthrough-550.90-thamada__5.txt")))
+    assert "expected 81559 MiB" in str(exc.value) and "SKU does not match this hardware" in str(exc.value)
+    assert "RMA" not in str(exc.value)
+    smaller = re.sub(r"(FB Memory Usage\s*\n\s*Total\s*:\s*)81559 MiB", r"\g<1>40960 MiB", real(SMI), count=1)
+    assert smaller != real(SMI)
+    with pytest.raises(CheckFailed, match=r"found .*=40960 MiB\. Fix: drain the node, reset the GPU"):
+        gpu.test_memory(ib_node, node_with(smaller))
