@@ -7,11 +7,12 @@ can be compared this way, and which need the deep (Ansible check-and-diff) run: 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from clusterforge.drift.model import DriftItem
+from clusterforge.remote.state_diff import differences
 
 SOURCE = "applied state"
 BEHIND = "plan"
@@ -31,103 +32,14 @@ def _fix(node: str) -> str:
     return f"clusterforge provision SPEC --limit {node} (or clusterforge drift --fix)"
 
 
-def _short(digest: str) -> str:
-    return f"sha256 {digest[:12]}"
-
-
-def _file_items(node: str, applied: Mapping[str, Any], live: Mapping[str, Any]) -> Iterator[DriftItem]:
-    for path, want in sorted(applied.items()):
-        got = live.get(path)
-        if want is None and got is None:
-            continue
-        if want is None:
-            yield DriftItem(
-                node, f"file {path}", "absent (as provisioned)", "present", SOURCE, fix=_fix(node)
-            )
-        elif got is None:
-            yield DriftItem(node, f"file {path}", _short(want["sha256"]), "missing", SOURCE, fix=_fix(node))
-        else:
-            if got.get("sha256") != want.get("sha256"):
-                yield DriftItem(
-                    node,
-                    f"file {path}",
-                    f"content as provisioned ({_short(want['sha256'])})",
-                    f"changed ({_short(str(got.get('sha256', '')))})",
-                    SOURCE,
-                    fix=_fix(node),
-                )
-            for attr in ("mode", "owner", "group"):
-                if got.get(attr) != want.get(attr):
-                    yield DriftItem(
-                        node,
-                        f"file {path} {attr}",
-                        str(want.get(attr)),
-                        str(got.get(attr)),
-                        SOURCE,
-                        fix=_fix(node),
-                    )
-
-
-def _package_items(node: str, applied: Mapping[str, Any], live: Mapping[str, Any]) -> Iterator[DriftItem]:
-    for name, want in sorted(applied.items()):
-        got = live.get(name)
-        if want is None:
-            continue  # not installed when provisioned: nothing the provision asked for
-        if got is None:
-            yield DriftItem(
-                node, f"package {name}", str(want["version"]), "not installed", SOURCE, fix=_fix(node)
-            )
-            continue
-        if got.get("version") != want.get("version"):
-            yield DriftItem(
-                node, f"package {name}", str(want["version"]), str(got.get("version")), SOURCE, fix=_fix(node)
-            )
-        if want.get("hold") and got.get("hold") is False:
-            yield DriftItem(node, f"package {name} hold", "held", "not held", SOURCE, fix=_fix(node))
-
-
-def _service_items(
-    node: str, applied: Mapping[str, Any], live: Mapping[str, Any], managed: Mapping[str, Any]
-) -> Iterator[DriftItem]:
-    """The running state of the units a task started/stopped, the enablement of those a task enabled or
-    disabled (an applied state without that split: both)."""
-    split = "services_active" in managed or "services_enabled" in managed
-    for unit, want in sorted(applied.items()):
-        got = live.get(unit) or {}
-        for attr, what, key in (
-            ("active", "state", "services_active"),
-            ("enabled", "enabled", "services_enabled"),
-        ):
-            if split and unit not in (managed.get(key) or ()):
-                continue
-            if got.get(attr) != want.get(attr):
-                yield DriftItem(
-                    node,
-                    f"service {unit} {what}",
-                    str(want.get(attr)),
-                    str(got.get(attr, "unknown")),
-                    SOURCE,
-                    fix=_fix(node),
-                )
-
-
 def compare(node: str, applied: Mapping[str, Any], live: Mapping[str, Any]) -> list[DriftItem]:
     """Every difference between the state recorded right after the node's last successful provision
-    (`applied["state"]`) and `live` (the same names read now), as drift items."""
-    want = applied.get("state") or {}
-    items = [
-        *_file_items(node, want.get("files") or {}, live.get("files") or {}),
-        *_package_items(node, want.get("packages") or {}, live.get("packages") or {}),
-        *_service_items(
-            node, want.get("services") or {}, live.get("services") or {}, applied.get("managed") or {}
-        ),
+    (`applied["state"]`) and `live` (the same names read now), as drift items (the rules:
+    `clusterforge.remote.state_diff`, shared with the check after a provision's reboot)."""
+    return [
+        DriftItem(node, d.what, d.expected, d.found, SOURCE, fix=_fix(node))
+        for d in differences(applied.get("state") or {}, live, applied.get("managed") or {}, "as provisioned")
     ]
-    for mod, loaded in sorted((want.get("modules") or {}).items()):
-        if loaded and not (live.get("modules") or {}).get(mod):
-            items.append(
-                DriftItem(node, f"kernel module {mod}", "loaded", "not loaded", SOURCE, fix=_fix(node))
-            )
-    return items
 
 
 def _leaves(doc: Any, prefix: str = "") -> dict[str, Any]:

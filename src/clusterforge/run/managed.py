@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterforge.remote.state_diff import differences
+
 #: modules whose result names a file they wrote (`dest`, or `path` for the line/ini editors)
 FILE_ACTIONS = frozenset(
     {"template", "copy", "lineinfile", "blockinfile", "ini_file", "get_url", "deb822_repository"}
@@ -142,29 +144,11 @@ def applied_state(
 
 def reboot_differences(managed: Managed, before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     """What did not survive a reboot: `before` and `after` are reads of the same names (`managed`) right
-    before and after it. Files and packages must read the same, a module loaded before must be loaded
-    again, a unit a task started must run again and one a task enabled must still be enabled; any other
-    managed unit (enabled only: a boot-time oneshot) may have run at boot, but must not have failed."""
-    out: list[str] = []
-    for kind in ("files", "packages"):
-        was, now = before.get(kind) or {}, after.get(kind) or {}
-        out += [
-            f"{kind[:-1]} {name}: {was.get(name)} before, {now.get(name)} after"
-            for name in sorted(n for n in set(was) | set(now) if was.get(n) != now.get(n))
-        ]
-    was_mods, now_mods = before.get("modules") or {}, after.get("modules") or {}
-    out += [
-        f"kernel module {m}: not loaded after"
-        for m in sorted(was_mods)
-        if was_mods[m] and not now_mods.get(m)
+    before and after it, compared by the fast drift's rules (`clusterforge.remote.state_diff`): files and
+    packages read the same, modules loaded again, units a task started running again and units a task
+    enabled still enabled; any other managed unit (enabled only: a boot-time oneshot) may have run at boot,
+    but must not have failed."""
+    return [
+        f"{d.what}: expected {d.expected}, found {d.found}"
+        for d in differences(before, after, managed.to_dict(), "before the reboot")
     ]
-    was_units, now_units = before.get("services") or {}, after.get("services") or {}
-    for unit in sorted(managed.services):
-        was, now = was_units.get(unit) or {}, now_units.get(unit) or {}
-        if unit in managed.services_active and now.get("active") != was.get("active"):
-            out.append(f"service {unit}: {was.get('active')} before, {now.get('active')} after")
-        elif now.get("active") == "failed":
-            out.append(f"service {unit}: failed after the boot")
-        if unit in managed.services_enabled and now.get("enabled") != was.get("enabled"):
-            out.append(f"service {unit} at boot: {was.get('enabled')} before, {now.get('enabled')} after")
-    return out

@@ -460,7 +460,7 @@ def _reboot_pending(
                 else reboot_differences(Managed.from_dict(kept[h]), before[h], read.state)
             )
             if diffs:
-                report.hosts[h].message = f"after the reboot {'; '.join(diffs)[:300]}: converged in full"
+                report.hosts[h].message = f"after the reboot, {'; '.join(diffs)[:300]}: converged in full"
                 log.warning("%s: after the reboot %s: site.yml again", h, "; ".join(diffs))
                 full.append(h)
             elif read is not None and read.state is not None:

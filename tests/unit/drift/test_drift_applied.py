@@ -97,6 +97,21 @@ def test_a_service_the_read_did_not_return_is_named_unknown() -> None:
     assert ("service nvidia-persistenced.service state", "active", "unknown") in got
 
 
+def test_a_boot_time_unit_that_failed_is_drift() -> None:
+    """A unit the provision only enabled (a boot-time oneshot such as the QoS script): its running state is
+    not compared, but `failed` is drift (the rule the check after a reboot uses too: remote/state_diff.py)."""
+    unit = "clusterforge-roce-qos.service"
+    state = {**STATE, "services": {unit: {"active": "inactive", "enabled": "enabled"}}}
+    applied = {"state": state, "managed": {"services_active": [], "services_enabled": [unit]}}
+    ran = copy.deepcopy(state)
+    ran["services"][unit]["active"] = "active"  # it ran at boot: as intended
+    assert compare("n1", applied, ran) == []
+    ran["services"][unit]["active"] = "failed"
+    assert settings(compare("n1", applied, ran)) == [(f"service {unit} state", "not failed", "failed")]
+    ran["services"][unit]["enabled"] = "disabled"
+    assert (f"service {unit} enabled", "enabled", "disabled") in settings(compare("n1", applied, ran))
+
+
 def test_desired_changes_name_each_setting() -> None:
     old = {"sysctls": {"vm.swappiness": "10"}, "hugepages": {"total": 8}, "rails": [1]}
     new = {"sysctls": {"vm.swappiness": "1"}, "hugepages": {"total": 8}, "rails": [1, 2]}

@@ -55,15 +55,24 @@ def test_the_same_state_after_the_boot_is_no_difference() -> None:
 @pytest.mark.parametrize(
     ("after", "words"),
     [
-        (_with("files:/etc/lldpd.d/clusterforge.conf", None), "file /etc/lldpd.d/clusterforge.conf"),
-        (_with("packages:lldpd#version", "1.0.17-1"), "package lldpd"),
-        (_with("modules:rdma_cm", False), "kernel module rdma_cm: not loaded after"),
+        (
+            _with("files:/etc/lldpd.d/clusterforge.conf", None),
+            "file /etc/lldpd.d/clusterforge.conf: expected sha256 aaaaaaaaaaaa, found missing",
+        ),
+        (
+            _with("packages:lldpd#version", "1.0.17-1"),
+            "package lldpd: expected 1.0.16-1+deb12u1, found 1.0.17-1",
+        ),
+        (_with("modules:rdma_cm", False), "kernel module rdma_cm: expected loaded, found not loaded"),
         (
             _with("services:lldpd.service#active", "inactive"),
-            "service lldpd.service: active before, inactive",
+            "service lldpd.service state: expected active, found inactive",
         ),
-        (_with("services:lldpd.service#enabled", "disabled"), "lldpd.service at boot: enabled before"),
-        (_with("services:clusterforge-roce-qos.service#active", "failed"), "failed after the boot"),
+        (_with("services:lldpd.service#enabled", "disabled"), "lldpd.service enabled: expected enabled"),
+        (
+            _with("services:clusterforge-roce-qos.service#active", "failed"),
+            "service clusterforge-roce-qos.service state: expected not failed, found failed",
+        ),
     ],
 )
 def test_what_did_not_survive_the_reboot_is_named(after: dict[str, Any], words: str) -> None:
@@ -148,7 +157,7 @@ def test_a_node_that_reads_back_differently_converges_in_full(loop: Any) -> None
         ("site.yml", "n1,n2", "os_tuning"),
         ("site.yml", "n2", ""),
     ]
-    assert "lldpd.service: active before, failed after" in report.hosts["n2"].message
+    assert "service lldpd.service state: expected active, found failed" in report.hosts["n2"].message
     assert "converged in full" in report.hosts["n2"].message and not report.hosts["n1"].message
     assert fake.reads == [("n1", "n2"), ("n1", "n2"), ("n2",)]  # n2 read again after its full run
 
