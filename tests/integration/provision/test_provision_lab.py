@@ -124,7 +124,7 @@ def _changes(p: Any) -> list[tuple[str, str, str, list[str]]]:
             roce["name"],
             f"ip link set {r[1]} mtu 1500",
             f"test $(cat /sys/class/net/{r[1]}/mtu) = 1500",
-            ["MTU on RoCE rail netdevs"],
+            ["at the plan's MTU"],
         ),
         (
             roce["name"],

@@ -495,3 +495,38 @@ def test_storage_nics_get_no_qos_unless_lossless() -> None:
     )
     assert out["nics"] == [] and "stor0" not in out["conf"]
     assert render("rdma", expressions={"nics": "{{ _rdma_storage_qos_nics }}"})["nics"] == []
+
+
+# ---- rdma: every rail's link settings in one module call ----------------------------------------------
+
+
+def test_rail_link_settings_one_call_in_order_per_rail() -> None:
+    """tasks/network.yml's one command_setting call (was four loops): per RoCE rail admin state, MTU (the
+    two read from one `ip -o link show`) and IPv4 address; the patterns read `ip`'s real line forms."""
+    import re
+
+    out = render("rdma", expressions={"s": "{{ _rdma_link_settings }}", "rails": "{{ rdma_rails }}"})
+    rails, settings = out["rails"], out["s"]
+    names = [s["name"] for s in settings]
+    want = []
+    for r in rails:
+        want += [f"{r['netdev']} link admin state", f"{r['netdev']} MTU", f"{r['netdev']} IPv4 address"]
+    assert names == want
+    admin, mtu, addr = settings[:3]
+    assert admin["probe"] == mtu["probe"] == ["ip", "-o", "link", "show", "dev", rails[0]["netdev"]]
+    line = (
+        f"5: {rails[0]['netdev']}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc mq state UP mode "
+        "DEFAULT group default qlen 1000\\    link/ether 02:00:00:00:01:01 brd ff:ff:ff:ff:ff:ff"
+    )
+    assert re.search(admin["extract"], line).group(1) == "UP"
+    assert re.search(mtu["extract"], line).group(1) == "9000" and mtu["desired"] == "9000"
+    assert mtu["apply"] == [["ip", "link", "set", "dev", rails[0]["netdev"], "mtu", "9000"]]
+    assert addr["desired"] == f"{rails[0]['ip']}/{rails[0]['prefix']}" and addr["aggregate"] == "unique"
+    inet = f"5: {rails[0]['netdev']}    inet {rails[0]['ip']}/{rails[0]['prefix']} scope global x"
+    assert re.search(addr["extract"], inet).group(1) == addr["desired"]
+    none = render(
+        "rdma", expressions={"s": "{{ _rdma_link_settings }}"}, variables={"rdma_configure_addresses": False}
+    )
+    assert [s["name"] for s in none["s"]] == [n for n in names if not n.endswith("IPv4 address")]
+    ib = render("rdma", host="ib-01", expressions={"s": "{{ _rdma_link_settings }}"})["s"]
+    assert ib == []  # IPoIB rails without addresses: nothing of theirs is set here
