@@ -7,6 +7,8 @@ modules that read, and for `command`, only argv (no shell string) of programs an
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,20 @@ READ_ONLY_COMMANDS = {
     "dpkg-query": lambda args: all(not a.startswith(("--set", "--clear", "--update")) for a in args),
     # blkid only reads (-p: the low-level probe, no cache); -g would garbage-collect its cache file
     "blkid": lambda args: not {"-g", "--garbage-collect"} & set(args),
+    # grep only reads; `--` ends the options, so what a template adds after it can only be files
+    "grep": lambda args: "--" in args,
 }
+
+#: a templated argv must start with a literal list (the program and its options); the rest are operands
+_LITERAL_HEAD = re.compile(r"^\{\{\s*(\[[^\[\]]*\])\s*\+")
+
+
+def _argv(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        m = _LITERAL_HEAD.match(value.strip())
+        assert m, f"{where}: a templated argv must begin with a literal list naming the program"
+        return [str(a) for a in ast.literal_eval(m.group(1))]
+    return [str(a) for a in value]
 
 
 def _tasks(items: Any) -> Iterator[dict[str, Any]]:
@@ -88,7 +103,7 @@ def test_forced_task_is_read_only(where: str, task: dict[str, Any]) -> None:
         return
     assert task.get("changed_when") is False, f"{where}: a probe reports no change (changed_when: false)"
     assert isinstance(args, dict) and "argv" in args and "cmd" not in args, f"{where}: argv, not a string"
-    argv = [str(a) for a in args["argv"]]
+    argv = _argv(args["argv"], where)
     if argv[:1] == ["timeout"]:
         argv = argv[2:]
     program, rest = argv[0], argv[1:]
@@ -103,6 +118,10 @@ def test_the_audit_rejects_a_writing_probe() -> None:
         {"ansible.builtin.command": {"cmd": "cat /proc/cmdline"}, "changed_when": False},
         {"ansible.builtin.uri": {"url": "https://bmc", "method": "PATCH"}},
         {"ansible.builtin.shell": "echo 1 > /proc/sys/vm/swappiness"},
+        # a templated argv: its program must be literal, and grep's operands only after `--`
+        {"ansible.builtin.command": {"argv": "{{ cmd + files }}"}, "changed_when": False},
+        {"ansible.builtin.command": {"argv": "{{ ['grep', '-H', ''] + files }}"}, "changed_when": False},
+        {"ansible.builtin.command": {"argv": "{{ ['mdadm', '--assemble'] + devs }}"}, "changed_when": False},
     ]
     for task in bad:
         with pytest.raises(AssertionError):

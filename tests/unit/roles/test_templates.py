@@ -530,3 +530,44 @@ def test_rail_link_settings_one_call_in_order_per_rail() -> None:
     assert [s["name"] for s in none["s"]] == [n for n in names if not n.endswith("IPv4 address")]
     ib = render("rdma", host="ib-01", expressions={"s": "{{ _rdma_link_settings }}"})["s"]
     assert ib == []  # IPoIB rails without addresses: nothing of theirs is set here
+
+
+def test_rail_ports_read_once_and_judged_per_rail() -> None:
+    """tasks/ports.yml reads every rail port's link_layer and state with one `grep -H '' -- FILES`; the
+    checks find a wrong link layer, an unreadable port (grep's own stderr line) and an InfiniBand port that
+    is not ACTIVE, naming each by HCA and port."""
+    two = render("rdma", host="ib-01", expressions={"r": "{{ rdma_rails }}"})["r"]
+    rails = [*two, dict(two[1], index=2, hca="mlx5_2", netdev="ibp79s0")]  # a third rail, as on an 8-rail SKU
+    base = [f"/sys/class/infiniband/{r['hca']}/ports/{r.get('port', 1)}" for r in rails]
+    out = [f"{b}/link_layer:InfiniBand\n{b}/state:4: ACTIVE" for b in base[2:]]
+    out[0] = out[0].replace("4: ACTIVE", "2: INIT")  # rail 2 up but not ACTIVE (no subnet manager)
+    lines = [f"{base[0]}/link_layer:Ethernet", f"{base[0]}/state:4: ACTIVE", *"\n".join(out).splitlines()]
+    missing = f"grep: {base[1]}/link_layer: No such file or directory"
+    registered = {
+        "rc": 2,
+        "stdout_lines": lines,
+        "stderr_lines": [missing, missing.replace("link_layer", "state")],
+    }
+    got = render(
+        "rdma",
+        host="ib-01",
+        variables={"_rdma_ports": registered, "rdma_rails": rails},
+        expressions={"bad": "{{ _rdma_port_bad }}", "inactive": "{{ _rdma_port_inactive }}"},
+    )
+    h0, h1, h2 = (r["hca"] for r in rails[:3])
+    assert got["bad"] == [
+        f"{h0}:1 is Ethernet, planned InfiniBand",
+        f"{h1}:1 is unreadable: {missing}, planned InfiniBand",
+    ]
+    assert got["inactive"] == [f"{h2}:1 2: INIT"]
+    healthy = {
+        "rc": 0,
+        "stdout_lines": [ln for b in base for ln in (f"{b}/link_layer:InfiniBand", f"{b}/state:4: ACTIVE")],
+    }
+    ok = render(
+        "rdma",
+        host="ib-01",
+        variables={"_rdma_ports": healthy, "rdma_rails": rails},
+        expressions={"bad": "{{ _rdma_port_bad }}", "inactive": "{{ _rdma_port_inactive }}"},
+    )
+    assert ok == {"bad": [], "inactive": []}
