@@ -38,6 +38,7 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ACTIONS = ("ignore", "alert", "drain", "reset_gpu", "reboot", "service")
 DRAINS = ACTIONS.index("drain")
 MAX_REASON = 200
+NOT_RUN = 127  # Env.cmd: the program is missing or did not answer within its time
 KEEP_S = 31 * 86400  # events older than the longest window are dropped from the state file
 _BUS = r"(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
 XID_RE = re.compile(rf"NVRM: Xid \((?:PCI:)?{_BUS}(?:\.[0-7])?\): (?P<xid>\d+)[,\s]")
@@ -69,12 +70,13 @@ class Env:
             return None
 
     def cmd(self, argv: list[str], timeout: float = 0.5) -> tuple[int, str]:
+        """(exit status, stdout); NOT_RUN with the reason when the program is missing or timed out."""
         if self.run is not None:
             return self.run(argv, timeout)
         try:
             r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return 127, str(exc)
+            return NOT_RUN, str(exc)
         return r.returncode, r.stdout
 
     def get(self, url: str, timeout: float = 0.4) -> str:
@@ -299,8 +301,12 @@ def probe(cfg: dict[str, Any], env: Env, state: dict[str, Any]) -> Result:
                 for _ in range((int(changes) - before + 1) // 2):  # a flap is a down and an up
                     res.add("passive.rail_link_flap", comp, dev)
     if cfg.get("fabric_manager"):
-        rc, _ = env.cmd(["systemctl", "is-active", "--quiet", "nvidia-fabricmanager.service"], 0.5)
-        if rc != 0:
+        rc, out = env.cmd(["systemctl", "is-active", "nvidia-fabricmanager.service"], 0.5)
+        if rc == NOT_RUN:  # systemctl missing or not answering in time (a busy node): no verdict, no drain
+            res.errors["passive.fabric_manager"] = f"systemctl is-active did not answer ({out.strip()[:80]})"
+            if "passive.fabric_manager" in state["held"]:
+                state["held_now"].append("passive.fabric_manager")  # unknown now: the hold stays as it was
+        elif rc != 0:  # measured: inactive, failed, activating, or no such unit
             res.add("passive.fabric_manager", event="passive.fabric_manager" not in state["held"])
             state["held_now"].append("passive.fabric_manager")
     certificate(cfg, env, state, res)

@@ -140,7 +140,13 @@ class NodeExpect:
             raise KeyError(
                 f"plan.json has no fabric {self.fabric!r} for {self.name}: re-run `clusterforge plan`"
             )
-        return rail_neighbours(self.plan_node)
+        try:
+            return rail_neighbours(self.plan_node)
+        except KeyError as exc:
+            raise KeyError(
+                f"plan.json's rails of {self.name} have no {exc.args[0]} (a plan compiled before each rail's "
+                "leaf port name and cable ID were): re-run `clusterforge plan`"
+            ) from None
 
     def rail(self, index: int) -> Rail:
         return next(r for r in self.rails if r.index == index)

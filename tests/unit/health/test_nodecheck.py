@@ -104,3 +104,37 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert out.startswith("n1: healthy (could not check: ") and "passive.gpu_lost" in out
     assert (tmp_path / "s2" / "state.json").is_file() and not (tmp_path / "state").exists()
     assert nodecheck.main(["--config", str(tmp_path / "missing.json")]) == 2
+
+
+def _fm_probe(tmp_path: Path, answer: tuple[int, str], held: list[str]) -> tuple[nodecheck.Result, list[str]]:
+    """probe() with only the fabric manager check reading (the rest of the node: an empty root)."""
+    cfg = {
+        "gpu_count": 0,
+        "rails": [],
+        "fabric_manager": True,
+        "dcgm_exporter_url": "http://127.0.0.1:1/x",
+        "state_dir": str(tmp_path / "state"),
+    }
+    cfg.update(node_policy())
+    env = nodecheck.Env(
+        root=str(tmp_path),
+        run=lambda argv, timeout: answer if argv[:2] == ["systemctl", "is-active"] else (1, ""),
+        http=lambda url, timeout: "",
+    )
+    state: dict[str, object] = {"held": held, "held_now": [], "kmsg_seq": None}
+    return nodecheck.probe(cfg, env, state), state["held_now"]  # type: ignore[return-value]
+
+
+def test_fabric_manager_inactive_is_a_finding_but_an_unanswered_systemctl_is_not(tmp_path: Path) -> None:
+    """Seen in the lab (make test, session 17): right after a reboot on a busy 2-core host, `systemctl
+    is-active` did not answer within 0.5 s and the node was drained for its fabric manager. A program that
+    is missing or does not answer is `could not check`; only a measured state drains."""
+    res, held = _fm_probe(tmp_path, (3, "inactive\n"), [])
+    assert "passive.fabric_manager" in res.holding and held == ["passive.fabric_manager"]
+    res, held = _fm_probe(tmp_path, (nodecheck.NOT_RUN, "timed out after 0.5 seconds"), [])
+    assert "passive.fabric_manager" not in res.holding and held == []
+    assert "did not answer" in res.errors["passive.fabric_manager"]
+    _, held = _fm_probe(tmp_path, (nodecheck.NOT_RUN, "timed out"), ["passive.fabric_manager"])
+    assert held == ["passive.fabric_manager"]  # a held condition stays held while it cannot be read
+    res, held = _fm_probe(tmp_path, (0, "active\n"), ["passive.fabric_manager"])
+    assert "passive.fabric_manager" not in res.holding and held == []

@@ -40,6 +40,15 @@ def test_node_expect_carries_the_neighbours() -> None:
     assert all(n["switch_port_name"] and n["cable_id"] for n in ns)
 
 
+def test_a_plan_without_the_compiled_cabling_names_the_fix() -> None:
+    doc = json.loads(json.dumps(example_plan("h100-roce-2su").doc))
+    name = doc["nodes"][0]["name"]
+    for r in doc["nodes"][0]["rails"]:
+        del r["leaf_port_name"]  # plan.json of an older clusterforge
+    with pytest.raises(KeyError, match=r"have no leaf_port_name .*re-run `clusterforge plan`"):
+        _ = nodes_of(doc, names=[name])[name].rail_neighbours
+
+
 def test_lldp_desired_roce_ib_and_storage() -> None:
     roce = [
         {"index": 1, "netdev": "r1", "link_layer": "Ethernet"},
