@@ -160,7 +160,7 @@ def sample(probe: Probe, dirs: list[str], window: float, ports: dict[str, str] |
         eth: dict[str, str] = {}
         try:
             first, t1, missing = _read(probe, dirs, ports or {}, bad, eth)
-            if not first:  # no port shows a counter (no HCA the kernel sees): nothing to read twice
+            if not first and not bad:  # no port shows any counter (no HCA the kernel sees): no 2nd read
                 got = Sample(first, {}, 0.0, bad, eth_errors=eth, eth_missing=missing)
             else:
                 if missing:  # no second `ethtool -S`: its counters cannot be judged anyway
