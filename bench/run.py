@@ -121,6 +121,12 @@ COMPARISONS = (
         "validators naive",
         "validators",
     ),
+    (
+        "certification validators: over SSH from here / one Slurm job step (nodes check themselves)",
+        "certify",
+        "validators",
+        "validators via slurm step",
+    ),
 )
 
 
@@ -418,7 +424,7 @@ def bench_certify(
     """Quick tier. On a size that is not provisioned (no provision/drift stage at that size) the nodes are
     pristine: the same checks run and most fail, so the row measures the checks' cost, not a passing run."""
     from clusterforge import targets
-    from clusterforge.certify import runner
+    from clusterforge.certify import runner, slurm_step
     from clusterforge.flows.certify import Outputs, certify_flow
 
     nodes = [x["name"] for x in doc["nodes"]]
@@ -436,8 +442,15 @@ def bench_certify(
     rows.append(row("certify", "end to end (quick)", n, secs, exit=rc, note=f"{state}; exit {rc}; {summary}"))
     _say(rows[-1])
 
-    def validators(variant: str) -> None:
-        secs, res = _timed(lambda: runner.certify_nodes(doc, inv, nodes, "quick", env=env))
+    def validators(variant: str, step: bool = False) -> None:
+        def run() -> dict[str, Any]:
+            if step:  # the node checker the monitoring role installed, one srun over every node
+                return slurm_step.certify_step(doc, inv, nodes, "quick", tmp / f"step-{n}", 900, env=env)
+            return runner.certify_nodes(doc, inv, nodes, "quick", env=env)
+
+        cpu0 = _cpu_s()
+        secs, res = _timed(run)
+        cpu = _cpu_s() - cpu0
         checks = sum(len(r.checks) for r in res.values())
         verdicts = sorted({r.verdict for r in res.values()})
         rows.append(
@@ -447,12 +460,16 @@ def bench_certify(
                 n,
                 secs,
                 checks=checks,
-                note=f"{checks} checks ({checks / max(1, n):.0f}/node), verdicts {verdicts}",
+                cpu_s=round(cpu, 2),
+                note=f"{checks} checks ({checks / max(1, n):.0f}/node), verdicts {verdicts}; "
+                f"controller {cpu / max(1, n):.2f} CPU-s/node",
             )
         )
         _say(rows[-1])
 
     validators("validators")
+    if provisioned:  # the node checker is installed by the provision
+        validators("validators via slurm step", step=True)
     with no_ssh_multiplexing():
         validators("validators no-mux")
         with _environ(CLUSTERFORGE_VALIDATORS_NO_BATCH="1"):  # validators' --cf-no-batch

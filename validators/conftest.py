@@ -14,6 +14,7 @@ node (``cf_node``) and, where they take ``rail``, by rail; a check only applies 
 
 from __future__ import annotations
 
+import json
 import os
 import urllib.parse
 from collections.abc import Callable
@@ -51,6 +52,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "[default: $CLUSTERFORGE_VALIDATORS_NO_BATCH=1]",
     )
     group.addoption("--sku", dest="cf_sku", default=None, help="only nodes of these SKUs (comma list)")
+    group.addoption(
+        "--cf-knobs",
+        dest="cf_knobs",
+        default=None,
+        help="JSON file of each node's role knobs (node -> knobs), read instead of group_vars/ beside the "
+        "plan (the node checker's job carries them)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -81,7 +89,10 @@ def _targets(config: pytest.Config) -> dict[str, tuple[NodeExpect, str]]:
         if name is None:
             raise pytest.UsageError(f"host {spec!r} is not a node of {plan_path} (by name or management IP)")
         chosen[name] = spec
-    nodes = nodes_of(doc, Path(plan_path).parent, chosen)  # only the targeted nodes' expectations
+    knobs_file = config.getoption("cf_knobs")
+    knobs = json.loads(Path(knobs_file).read_text(encoding="utf-8")) if knobs_file else None
+    # only the targeted nodes' expectations
+    nodes = nodes_of(doc, None if knobs is not None else Path(plan_path).parent, chosen, knobs)
     targets = {name: (nodes[name], spec) for name, spec in chosen.items()}
     for opt, attr in (("cf_pool", "pool"), ("cf_sku", "sku_name")):
         wanted = config.getoption(opt)

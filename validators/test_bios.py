@@ -23,7 +23,7 @@ from clusterforge.certify.redfish import client
 from clusterforge.plan.expect import NodeExpect, read_plan_json
 from clusterforge.spec import bios
 
-pytestmark = pytest.mark.full
+pytestmark = [pytest.mark.full, pytest.mark.bmc]
 
 FIX = Fix("bios", "bios", "then reboot the node (drained) so that the BMC applies the staged settings")
 

@@ -246,6 +246,7 @@ def test_vbios(node: NodeExpect, probe: Probe) -> None:
     expect_none_bad("GPU VBIOS", bad, f"{pin} on every GPU", hint("vbios", node.name))
 
 
+@pytest.mark.bmc
 @pytest.mark.applies(pinned("bios"))
 def test_bios(node: NodeExpect) -> None:
     """``software.bios`` against the ``BiosVersion`` of the node's ComputerSystem, read from its BMC over

@@ -22,6 +22,7 @@ import pytest
 from clusterforge.certify.checks import CheckError, CheckFailed, Fix, ToolMissing, Unreachable
 
 TIERS = ("quick", "full", "burnin")
+BMC = "bmc"
 _WRITER = pytest.StashKey["_Writer | None"]()
 _STARTED = pytest.StashKey[float]()
 
@@ -53,6 +54,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for tier in TIERS:
         config.addinivalue_line("markers", f"{tier}: part of the {tier} certification tier")
+    config.addinivalue_line(
+        "markers",
+        f"{BMC}: reads the node's BMC over Redfish with the BMC account: runs on the controller, never on "
+        "the node (the node checker leaves it to the controller)",
+    )
     path = config.getoption("cf_results", None)
     config.stash[_WRITER] = _Writer(Path(path)) if path else None
 

@@ -1,5 +1,6 @@
-"""``clusterforge certify SPEC [--tier quick|full] [--limit] [--admit] [--jobs N] [--format text|json|junit]
-[--output FILE]``: a thin face over :func:`clusterforge.flows.certify.certify_flow`."""
+"""``clusterforge certify SPEC [--tier quick|full] [--limit] [--admit] [--jobs N] [--via ssh|slurm]
+[--format text|json|junit] [--output FILE]``: a thin face over
+:func:`clusterforge.flows.certify.certify_flow`."""
 
 from __future__ import annotations
 
@@ -31,6 +32,13 @@ def certify(
     ] = None,
     admit: Annotated[bool, typer.Option("--admit", help="admit passing nodes, drain the others")] = False,
     jobs: Annotated[int | None, typer.Option(help="nodes certified at once (default: all)", min=1)] = None,
+    via: Annotated[
+        str,
+        typer.Option(
+            help="ssh: the validators run here, one SSH session per node | slurm (quick tier, Slurm pool): "
+            "one Slurm job step, each node checks itself with the node checker (nodes not in Slurm: SSH)"
+        ),
+    ] = "ssh",
     fmt: Annotated[str, format_option("text", "json", "junit")] = "text",
     output: OutputOpt = None,
     junit: Annotated[Path | None, deprecated_option("--junit", "--format junit --output FILE")] = None,
@@ -39,5 +47,5 @@ def certify(
     """Run the validators of TIER on every selected node, record the run, issue certificates."""
     from clusterforge.flows.certify import Outputs, certify_flow
 
-    outputs = Outputs(junit=junit, json=json_out, jobs=jobs, fmt=fmt, output=output)
+    outputs = Outputs(junit=junit, json=json_out, jobs=jobs, fmt=fmt, output=output, via=via)
     raise typer.Exit(certify_flow(spec, tier, limit, admit, human_console(fmt, output), outputs))

@@ -10,6 +10,7 @@ import socket
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ from clusterforge.certify.results import (
     write_json,
     write_junit,
 )
-from clusterforge.certify.runner import TIER_MARKERS, certify_nodes
+from clusterforge.certify.runner import DEADLINE_S, TIER_MARKERS, certify_nodes
+from clusterforge.certify.slurm_step import certify_step
 from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode, InputError
 from clusterforge.flows import admit as admission
@@ -37,6 +39,8 @@ from clusterforge.records import signing
 from clusterforge.remote.inventory import resolve_hosts
 from clusterforge.term import safe
 
+VIA = ("ssh", "slurm")
+
 
 @dataclass
 class Outputs:
@@ -45,6 +49,7 @@ class Outputs:
     jobs: int | None = None
     fmt: str = "text"  # --format: text (the table only) | json | junit, to `output` or stdout
     output: Path | None = None
+    via: str = "ssh"  # ssh: pytest per node from here | slurm: one Slurm job step, each node checks itself
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -64,6 +69,12 @@ def certify_flow(
     outputs = outputs or Outputs()
     if tier not in TIER_MARKERS:
         return _fail_input(console, f"--tier must be one of {', '.join(TIER_MARKERS)}; got {tier!r}")
+    if outputs.via not in VIA:
+        return _fail_input(console, f"--via must be one of {', '.join(VIA)}; got {outputs.via!r}")
+    if outputs.via == "slurm" and tier != "quick":
+        return _fail_input(
+            console, f"--via slurm runs the quick tier only (the {tier} tier drains nodes and runs from here)"
+        )
     try:
         plan, inventory = load_plan(spec)
     except InputError as exc:
@@ -78,6 +89,15 @@ def certify_flow(
         signing.signing_key()
     except ClusterforgeError as exc:
         return _fail_input(console, str(exc))
+    target = targets.for_plan(doc)
+    pool = target.pool_manager(doc) if admit or tier == "full" else None
+    scheduler = target.pool_manager(doc) if outputs.via == "slurm" else None  # runs the step; admits nothing
+    if scheduler is not None and getattr(scheduler, "name", "") != "slurm":
+        return _fail_input(
+            console,
+            f"--via slurm needs the Slurm pool manager; {spec}'s is {getattr(scheduler, 'name', 'none')} "
+            "(pools.*.manager): certify over SSH (--via ssh)",
+        )
     try:
         rec = Recorder.start(doc["cluster"], doc["plan_hash"], spec, tier, names)
     except ClusterforgeError as exc:  # NodesBusy: another live run holds some of these nodes
@@ -87,8 +107,6 @@ def certify_flow(
         f"[bold]»[/] certify {safe(tier)}: {len(names)} node(s) of {safe(doc['cluster'])}, run {rec.run_id} "
         f"({getpass.getuser()}@{socket.gethostname()}, plan {doc['plan_hash'][:12]})"
     )
-    target = targets.for_plan(doc)
-    pool = target.pool_manager(doc) if admit or tier == "full" else None
     if tier == "full" and pool is not None:
         admission.drain_for_full_run(pool, names, rec.store, rec.run_id)
     started = time.time()
@@ -97,17 +115,22 @@ def certify_flow(
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         with CertifyProgress(console, names) as progress:
-            results = certify_nodes(
-                doc,
-                inventory,
-                names,
-                tier,
-                jobs=outputs.jobs,
-                workdir=workdir,
-                progress=progress,
-                cancel=cancel,
-                env=target.environment(doc),
-            )
+            if scheduler is not None:
+                results = _through_slurm(
+                    console, doc, inventory, names, scheduler, workdir, progress, cancel, target, outputs
+                )
+            else:
+                results = certify_nodes(
+                    doc,
+                    inventory,
+                    names,
+                    tier,
+                    jobs=outputs.jobs,
+                    workdir=workdir,
+                    progress=progress,
+                    cancel=cancel,
+                    env=target.environment(doc),
+                )
     except KeyboardInterrupt:
         cancel.set()  # validator processes are killed; the run stays unfinished → incomplete, never passed
         console.print(f"[red]interrupted[/]: run {rec.run_id} left incomplete; no certificate issued")
@@ -133,6 +156,61 @@ def certify_flow(
     _cache_for_health_check(console, doc, inventory, issued)
     _report(console, doc, tier, rec, results, actions, started, outputs)
     return int(ExitCode.OK if ok else ExitCode.NOT_AS_DECLARED)
+
+
+def _through_slurm(
+    console: Console,
+    doc: dict[str, Any],
+    inventory: Path,
+    names: list[str],
+    pool: Any,
+    workdir: Path,
+    progress: Any,
+    cancel: threading.Event,
+    target: Any,
+    outputs: Outputs,
+) -> dict[str, NodeResult]:
+    """The quick tier as one Slurm job step on the nodes Slurm can run it on; the others (not in
+    slurm.conf, or down: no slurmd to start a task) over SSH, side by side. Plan order kept."""
+    env = target.environment(doc)
+    try:
+        states = pool.status(names)
+    except ClusterforgeError as exc:  # the Slurm controller does not answer: the nodes are still checked
+        console.print(f"[yellow]Slurm[/]: {safe(exc)}: every node over SSH", highlight=False)
+        states = {}
+    in_slurm = [n for n in names if n in states and states[n].state not in ("unknown", "down")]
+    by_ssh = [n for n in names if n not in in_slurm]
+    console.print(
+        f"[bold]»[/] {len(in_slurm)} node(s) through a Slurm job step, {len(by_ssh)} over SSH"
+        + (f" ({safe(', '.join(by_ssh))})" if by_ssh else "")
+    )
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="certify-via") as ex:
+        ssh = ex.submit(
+            certify_nodes,
+            doc,
+            inventory,
+            by_ssh,
+            "quick",
+            jobs=outputs.jobs,
+            workdir=workdir,
+            progress=progress,
+            cancel=cancel,
+            env=env,
+        )
+        step = ex.submit(
+            certify_step,
+            doc,
+            inventory,
+            in_slurm,
+            TIER_MARKERS["quick"],
+            workdir,
+            DEADLINE_S["quick"],
+            env=env,
+            progress=progress,
+            cancel=cancel,
+        )
+        got = {**ssh.result(), **step.result()}
+    return {n: got[n] for n in names if n in got}
 
 
 def _cache_for_health_check(

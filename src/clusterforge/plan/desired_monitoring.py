@@ -27,6 +27,9 @@ HEALTH_CONFIG = "/etc/clusterforge/healthcheck.json"
 # monitoring role ships, as the plan layer does not read the registry)
 HEALTH_POLICY = "/etc/clusterforge/health-policy.json"
 HEALTH_STATE_DIR = "/var/lib/clusterforge/health"
+# the node checker (the validators as one program, clusterforge.remote.checker_bundle): a Slurm job step runs
+# it on every node (clusterforge certify --via slurm)
+CHECKER_PATH = "/usr/local/lib/clusterforge/clusterforge-checker.pyz"
 HEALTH_BUDGET_S = 1.0  # the check must finish well under this (bench/bench_health.py measures it)
 
 # The DCGM fields the health check and the alert rules read (monitoring/alerts): the exporter's counters
@@ -94,6 +97,7 @@ def monitoring_desired(
             "counters_file": DCGM_EXPORTER_COUNTERS,
             "counters": [{"field": f, "type": t, "help": h} for f, t, h in DCGM_FIELDS],
         },
+        "checker": {"path": CHECKER_PATH},
         "health": {
             "path": HEALTH_PATH,
             "config": HEALTH_CONFIG,

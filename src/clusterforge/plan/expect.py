@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from clusterforge.plan.desired_fabric import fabric_entry, rail_neighbours
 from clusterforge.plan.desired_version import DESIRED_VERSION  # the version plan/desired.py writes
@@ -167,13 +165,13 @@ def read_plan_json(path: Path | str) -> dict[str, Any]:
     return doc
 
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml if built
-
-
 def _group_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
-    data = yaml.load(path.read_text(), Loader=_Loader) or {}  # a safe loader (C or Python)
+    import yaml  # here: the node checker passes the knobs as JSON and carries no YAML parser
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml if built
+    data = yaml.load(path.read_text(), Loader=loader) or {}  # a safe loader (C or Python)
     return {k: v for k, v in data.items() if not (isinstance(v, str) and "{{" in v)}
 
 
@@ -221,16 +219,26 @@ def node_expect(doc: dict[str, Any], node: dict[str, Any], knobs: dict[str, Any]
 
 
 def nodes_of(
-    doc: dict[str, Any], folder: Path | None = None, names: Iterable[str] | None = None
+    doc: dict[str, Any],
+    folder: Path | None = None,
+    names: Iterable[str] | None = None,
+    knobs: Mapping[str, dict[str, Any]] | None = None,
 ) -> dict[str, NodeExpect]:
     """The plan's nodes by name, in plan order (only ``names`` when given); ``folder`` (the inventory)
-    adds the role knobs. Each group_vars file is read once, however many nodes share it: the validators
+    adds the role knobs, or ``knobs`` gives them per node as read there (`knobs_of`; the node checker's
+    job carries them). Each group_vars file is read once, however many nodes share it: the validators
     run one process per node, so reading every node's files in each would grow with the square of the
     cluster."""
     wanted = None if names is None else set(names)
     cache: dict[Path, dict[str, Any]] = {}
+
+    def node_knobs(n: dict[str, Any]) -> dict[str, Any] | None:
+        if knobs is not None:
+            return dict(knobs.get(n["name"]) or {})
+        return group_vars(folder, n, cache) if folder else None
+
     return {
-        n["name"]: node_expect(doc, n, group_vars(folder, n, cache) if folder else None)
+        n["name"]: node_expect(doc, n, node_knobs(n))
         for n in doc["nodes"]
         if wanted is None or n["name"] in wanted
     }

@@ -8,6 +8,7 @@ from clusterforge.plan import bios_vars
 from clusterforge.plan.build import Plan
 from clusterforge.plan.overrides import InventoryOverrides
 from clusterforge.plan.slurm_files import render_gres_conf, render_topology_conf
+from clusterforge.remote import checker_bundle
 
 
 def group_name(prefix: str, value: object) -> str:
@@ -87,6 +88,8 @@ def all_vars(plan: Plan, overrides: InventoryOverrides | None = None) -> dict[st
         "rdma_ipoib_addresses": True,
         "nccl_socket_ifname": "{{ clusterforge_mgmt_netdev }}",
         "nccl_net_gdr_level": "PXB",
+        # the node checker program, written beside the inventory (flows/plan.py, inventory from-stack)
+        "monitoring_checker_bundle": "{{ inventory_dir }}/" + checker_bundle.INVENTORY_FILE,
         **repository_vars(sw.get("repositories") or {}),
         **slurm_vars(d),
     }

@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -102,11 +102,17 @@ def _write(path: Path, text: str | Iterable[str]) -> None:
 
 
 def write_outputs(
-    plan: Plan, out_root: Path, *, svg: bool = True, overrides: InventoryOverrides | None = None
+    plan: Plan,
+    out_root: Path,
+    *,
+    svg: bool = True,
+    overrides: InventoryOverrides | None = None,
+    files: Mapping[str, bytes] | None = None,
 ) -> Path:
     """Write every generated file for the plan; returns the cluster's output folder. `overrides`: what the
     deployment target adds to the inventory (`clusterforge.targets`; `clusterforge.flows.plan.write_outputs`
-    passes the plan's own target's).
+    passes the plan's own target's); `files`: more files for the folder (relative path -> bytes; the node
+    checker program).
 
     Everything goes to a temporary sibling folder first, which then replaces `out_root/<cluster>` whole.
     """
@@ -129,6 +135,13 @@ def write_outputs(
         _write(tmp / "topology.dot", dot)
         if svg and shutil.which("dot"):
             _write(tmp / "topology.svg", render_svg(dot))
+        for rel, data in sorted((files or {}).items()):
+            path = tmp / rel
+            if path.resolve().parent != (tmp / Path(rel).parent).resolve() or ".." in Path(rel).parts:
+                raise ValueError(f"output file {rel!r} is outside the inventory folder")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            path.chmod(0o644)
         old = out_root / f".{plan.name}.old"
         if old.exists():
             shutil.rmtree(old)

@@ -20,6 +20,7 @@ from typing import Any
 from clusterforge.errors import ClusterforgeError, InputError, Problem
 from clusterforge.plan import yamlfast
 from clusterforge.plan.outputs import dump_yaml
+from clusterforge.remote import checker_bundle
 
 SECRET = "[secret]"
 REQUIRED = ("cluster", "plan_hash", "inventory", "group_vars")
@@ -128,7 +129,8 @@ def parse_outputs(text: str, source: str) -> dict[str, Any]:
 
 
 def write_inventory(outputs: dict[str, Any], out_root: Path, source: str = "stack") -> Path:
-    """Write <out_root>/<cluster>/hosts.yml and group_vars/*.yml; other files there (plan.json, ...) stay."""
+    """Write <out_root>/<cluster>/hosts.yml, group_vars/*.yml and the node checker program the group_vars
+    name (built by this clusterforge, as `clusterforge plan` does); other files there (plan.json ...) stay."""
     cluster = str(outputs["cluster"])
     dest = out_root / cluster
     dest.mkdir(parents=True, exist_ok=True)
@@ -146,6 +148,7 @@ def write_inventory(outputs: dict[str, Any], out_root: Path, source: str = "stac
         os.rename(tmp / "group_vars", dest / "group_vars")
         os.replace(tmp / "hosts.yml", dest / "hosts.yml")
         shutil.rmtree(old, ignore_errors=True)
+        checker_bundle.write((dest / checker_bundle.INVENTORY_FILE).parent)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest

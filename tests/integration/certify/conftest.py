@@ -61,7 +61,7 @@ class CertifyLab:
                 time.sleep(1)
 
     def certify(
-        self, tier: str = "quick", limit: str | None = None, admit: bool = True
+        self, tier: str = "quick", limit: str | None = None, admit: bool = True, via: str = "ssh"
     ) -> tuple[int, dict[str, Any]]:
         import json
 
@@ -78,10 +78,13 @@ class CertifyLab:
             limit,
             admit,
             Console(file=log, width=200),
-            Outputs(json=out, junit=out.with_suffix(".xml")),
+            Outputs(json=out, junit=out.with_suffix(".xml"), via=via),
         )
         log.close()
         return rc, json.loads(out.read_text())
+
+    def last_log(self) -> str:
+        return sorted(self.out.glob(f"run{self.runs}-*.log"))[-1].read_text()
 
 
 @pytest.fixture(scope="session")

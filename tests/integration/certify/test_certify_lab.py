@@ -126,6 +126,28 @@ def test_fresh_lab_certifies_and_every_node_is_admitted(certify_lab: Any) -> Non
     assert all(doc["certificates"].get(n) for n in certify_lab.nodes)
 
 
+def _verdicts(doc: dict[str, Any]) -> dict[str, set[tuple[str, str]]]:
+    return {n["node"]: {(c["check_id"], c["status"]) for c in n["checks"]} for n in doc["nodes"]}
+
+
+def test_quick_tier_as_one_slurm_job_step_judges_as_the_ssh_run(certify_lab: Any) -> None:
+    """Each node checks itself with the node checker the monitoring role installed (no pytest on the node
+    but the program's), all in one `srun` step: the same checks with the same verdicts as the SSH run, and
+    a fault set on one node is found the same way."""
+    rc_ssh, ssh = certify_lab.certify(admit=False)
+    rc, step = certify_lab.certify(admit=False, via="slurm")
+    log = certify_lab.last_log()
+    assert f"{len(certify_lab.nodes)} node(s) through a Slurm job step, 0 over SSH" in log, log[-2000:]
+    assert rc == rc_ssh == 0, {n["node"]: not_passing(step, n["node"]) for n in step["nodes"]}
+    assert _verdicts(step) == _verdicts(ssh)
+    apply_faults(certify_lab, {"roce-02": "pfc-off"})
+    try:
+        rc, step = certify_lab.certify(limit="roce-02", admit=False, via="slurm")
+        assert rc == 3 and set(not_passing(step, "roce-02")) == {"rdma.roce_qos[rail2]"}, step
+    finally:
+        apply_faults(certify_lab, {"roce-02": "pfc-off"}, clear=True)
+
+
 def test_spec_change_elsewhere_leaves_a_certificate_valid(certify_lab: Any, tmp_path: Any) -> None:
     from clusterforge.plan import build_plan
     from clusterforge.pool import admission

@@ -16,6 +16,7 @@ from clusterforge.cli.inventory import app
 from clusterforge.plan import build_plan
 from clusterforge.plan.outputs import write_outputs
 from clusterforge.pulumi.stackout import parse_outputs, write_inventory
+from clusterforge.remote import checker_bundle
 from clusterforge.spec import load_spec
 
 runner = CliRunner()
@@ -179,4 +180,9 @@ def test_from_json_file(tmp_path: Path) -> None:
     )  # no pulumi needed
     assert result.exit_code == 0, result.output
     assert (tmp_path / "bm-small" / "hosts.yml").is_file()
-    assert sorted(os.listdir(tmp_path / "bm-small")) == ["group_vars", "hosts.yml"]  # no temp left over
+    # no temp left over; the node checker the group_vars name beside them
+    assert sorted(os.listdir(tmp_path / "bm-small")) == ["files", "group_vars", "hosts.yml"]
+    checker = tmp_path / "bm-small" / checker_bundle.INVENTORY_FILE
+    assert checker.read_bytes() == checker_bundle.build()
+    group = yaml.safe_load((tmp_path / "bm-small" / "group_vars" / "all.yml").read_text())
+    assert group["monitoring_checker_bundle"] == "{{ inventory_dir }}/" + checker_bundle.INVENTORY_FILE

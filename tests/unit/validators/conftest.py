@@ -69,5 +69,5 @@ def roce_node(plan_nodes: dict[str, NodeExpect]) -> Any:
 
 def pytest_configure(config: pytest.Config) -> None:
     """The validators' markers (registered by their own conftest when they run against nodes)."""
-    for name in ("quick", "full", "burnin", "applies(predicate)"):
+    for name in ("quick", "full", "burnin", "bmc", "applies(predicate)"):
         config.addinivalue_line("markers", f"{name}: validator marker")

@@ -1,0 +1,312 @@
+"""Certification as a Slurm job step: every node runs the validators on itself, the controller reads
+their answers from the step's stdout and judges them exactly as it judges its own SSH runs.
+
+``srun -Z -N<k> -w <nodes> --ntasks-per-node=1 --input=all python3 -I -S <checker>``: one task per node,
+the job (the plan cut to these nodes and each node's role knobs, `clusterforge.remote.checker_node`)
+broadcast on stdin, each node's validator records framed on stdout (`clusterforge.remote.frames`).
+`-Z` runs the step without a job allocation (root or SlurmUser only), so drained nodes are checked too,
+as burn-in's steps are. The controller's cost is one `srun` and the decoding, whatever the node count;
+each node pays its own check (~2.6 CPU-s on a real H100 node, bench/README.md).
+
+A node that does not answer — its slurmd is down, the checker is not installed, the step is cut short —
+gets one `slurm.step` error naming why, never a verdict on its settings.
+
+The checks that read the node's BMC (marker `bmc`: Redfish with the BMC account, which never goes to a
+node) run here instead, in one pytest process for all the step's nodes, beside the step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from clusterforge import assets
+from clusterforge.certify.plugin import BMC
+from clusterforge.certify.results import CheckResult, NodeResult, read_results
+from clusterforge.certify.runner import PYTEST_ENV, NodeRun, run_node
+from clusterforge.childenv import child_env
+from clusterforge.plan.expect import group_vars
+from clusterforge.remote.checker_node import JOB_VERSION
+from clusterforge.remote.frames import decode
+
+Progress = Callable[[str, str, dict[str, Any]], None]  # (node, event, data)
+CHECK = "slurm.step"
+FIX = (
+    "install the node checker (clusterforge provision --tags checker, role monitoring), check that slurmd "
+    "answers (`srun -w {node} true`), or certify this node over SSH (--via ssh)"
+)
+
+
+def checker_path(plan_node: Mapping[str, Any]) -> str:
+    """Where the monitoring role installs the node checker (the node's desired state)."""
+    try:
+        return str(plan_node["desired"]["monitoring"]["checker"]["path"])
+    except (KeyError, TypeError):
+        raise KeyError(
+            f"plan.json's desired state of {plan_node.get('name')} names no node checker "
+            "(a plan compiled before it did): re-run `clusterforge plan`"
+        ) from None
+
+
+def job_document(plan_doc: Mapping[str, Any], inventory: Path, nodes: Sequence[str], marker: str) -> bytes:
+    """The job every task of the step reads: the plan with only these nodes, their role knobs."""
+    wanted = set(nodes)
+    entries = [n for n in plan_doc["nodes"] if n["name"] in wanted]
+    cache: dict[Path, dict[str, Any]] = {}
+    knobs = {n["name"]: group_vars(inventory, n, cache) for n in entries}
+    plan = {**plan_doc, "nodes": entries}
+    doc = {"version": JOB_VERSION, "marker": marker, "plan": plan, "knobs": knobs}
+    return json.dumps(doc, sort_keys=True, default=str).encode()
+
+
+#: the tasks' whole environment (with Slurm's own SLURM_* variables): a login's PATH, nothing of this
+#: process's (the target's BMC account, tokens) ever reaches a node
+TASK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def srun_argv(nodes: Sequence[str], checker: str, srun: str = "srun") -> list[str]:
+    return [
+        srun,
+        "-Z",
+        f"-N{len(nodes)}",
+        "-w",
+        ",".join(nodes),
+        "--ntasks-per-node=1",
+        "--input=all",
+        "--job-name=clusterforge-certify",
+        f"--export=PATH={TASK_PATH}",
+        "python3",
+        "-I",  # isolated: no PYTHON* variables, no user site, no current directory on the path
+        "-S",  # no site-packages of the node: only the program's own packages
+        checker,
+    ]
+
+
+def step_error(node: str, why: str) -> NodeResult:
+    check = CheckResult(
+        node,
+        CHECK,
+        "error",
+        f"{node}: not checked through Slurm: {why}",
+        expected="the node checker's answer from a Slurm job step",
+        found=why,
+        fix=FIX.format(node=node),
+    )
+    return NodeResult(node, [check], complete=False, note=f"incomplete: Slurm step: {why}")
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    if not path.exists():
+        return ""
+    text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    return " | ".join(text[-lines:])[:400]
+
+
+def _run(
+    argv: list[str],
+    job: Path,
+    out: Path,
+    err: Path,
+    deadline_s: float,
+    cancel: threading.Event | None,
+    env: Mapping[str, str] | None,
+) -> tuple[int | None, str]:
+    """(srun's exit status, why it was stopped or could not start)."""
+    with job.open("rb") as stdin, out.open("wb") as so, err.open("wb") as se:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=stdin,
+                stdout=so,
+                stderr=se,
+                start_new_session=True,
+                # srun's own: where its controller is (SLURM_CONF); the target's other values stay here
+                env=child_env({k: v for k, v in (env or {}).items() if k.startswith("SLURM_")}),
+            )
+        except OSError as exc:
+            return None, f"cannot run {argv[0]}: {exc}"
+        end = time.monotonic() + deadline_s
+        why = ""
+        while proc.poll() is None:
+            if cancel is not None and cancel.is_set():
+                why = "cancelled"
+            elif time.monotonic() > end:
+                why = f"deadline of {deadline_s:.0f} s passed"
+            if why:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)  # srun forwards it to every task
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                break
+            time.sleep(0.05)
+        return proc.wait(), why
+
+
+def certify_step(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    nodes: list[str],
+    marker: str,
+    workdir: Path,
+    deadline_s: float,
+    *,
+    env: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    srun: str = "srun",
+) -> dict[str, NodeResult]:
+    """Each node's result of one job step over `nodes` (plan order kept)."""
+    if not nodes:
+        return {}
+    start = time.monotonic()
+    by_name = {n["name"]: n for n in plan_doc["nodes"]}
+    out: dict[str, NodeResult] = {}
+    groups: dict[str, list[str]] = {}
+    for node in nodes:
+        try:
+            groups.setdefault(checker_path(by_name[node]), []).append(node)
+        except KeyError as exc:
+            out[node] = step_error(node, str(exc.args[0]))
+    workdir.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="certify-bmc") as ex:
+        here = ex.submit(
+            controller_checks, inventory, sorted(n for g in groups.values() for n in g), marker, workdir,
+            deadline_s, env, cancel,
+        )  # fmt: skip
+        _steps(plan_doc, inventory, groups, marker, workdir, deadline_s, env, progress, cancel, srun, out)
+        bmc, bmc_note = here.result()
+    for node, res in out.items():
+        if node in bmc:
+            res.checks += bmc[node]
+        if bmc_note and node in groups_members(groups):
+            res.complete, res.note = False, f"incomplete: {bmc_note}"
+        res.seconds = time.monotonic() - start
+        if progress:
+            progress(node, "done", {"verdict": res.verdict, "status": res.status_word})
+    return {n: out[n] for n in nodes if n in out}
+
+
+def groups_members(groups: Mapping[str, list[str]]) -> set[str]:
+    return {n for members in groups.values() for n in members}
+
+
+def controller_checks(
+    inventory: Path,
+    nodes: list[str],
+    marker: str,
+    workdir: Path,
+    deadline_s: float,
+    env: Mapping[str, str] | None,
+    cancel: threading.Event | None,
+) -> tuple[dict[str, list[CheckResult]], str]:
+    """The `bmc` checks of `marker` for every node, from here, one pytest process (no SSH: they read the
+    BMCs); (results per node, why the run is incomplete or '')."""
+    if not nodes:
+        return {}, ""
+    results = workdir / "controller-bmc.jsonl"
+    argv = [
+        sys.executable, "-m", "pytest", str(assets.validators()), "-m", f"({marker}) and {BMC}",
+        "--plan", str(inventory / "plan.json"), "--hosts", ",".join(f"ssh://{n}" for n in nodes),
+        "--cf-results", str(results), "-q", "--no-header", "-p", "no:cacheprovider",
+        "-p", "testinfra.plugin", "--tb=no", "-rN",
+    ]  # fmt: skip
+    run = NodeRun("controller", results, deadline_s)
+    run_node(argv, run, None, cancel, PYTEST_ENV | dict(env or {}))
+    out: dict[str, list[CheckResult]] = {}
+    ended = False
+    text = results.read_text(encoding="utf-8", errors="replace") if results.exists() else ""
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("kind") == "end":
+            ended = True
+        elif rec.get("kind") == "check" and rec.get("node") in nodes:
+            out.setdefault(str(rec["node"]), []).append(CheckResult.from_record(rec))
+    if run.killed:
+        return out, f"the BMC checks run here: {run.killed}"
+    if not ended:
+        return out, f"the BMC checks run here ended early (exit {run.proc.returncode if run.proc else '?'})"
+    return out, ""
+
+
+def _steps(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    groups: Mapping[str, list[str]],
+    marker: str,
+    workdir: Path,
+    deadline_s: float,
+    env: Mapping[str, str] | None,
+    progress: Progress | None,
+    cancel: threading.Event | None,
+    srun: str,
+    out: dict[str, NodeResult],
+) -> None:
+    """One step per checker path (one, unless nodes' desired states differ), its answers into `out`."""
+    on_node = f"({marker}) and not {BMC}"
+    for i, (checker, members) in enumerate(sorted(groups.items())):
+        for node in members:
+            if progress:
+                progress(node, "connect", {})
+        job = workdir / f"slurm-job-{i}.json"
+        job.write_bytes(job_document(plan_doc, inventory, members, on_node))
+        so, se = workdir / f"slurm-step-{i}.out", workdir / f"slurm-step-{i}.err"
+        code, stopped = _run(srun_argv(members, checker, srun), job, so, se, deadline_s, cancel, env)
+        answers, broken = decode(so.read_text(encoding="utf-8", errors="replace").splitlines())
+        for node in members:
+            if node in answers:
+                res = _result(workdir / f"{node}.jsonl", node, answers[node])
+                if stopped and not res.complete:
+                    res.note = f"incomplete: {stopped}"
+            else:
+                why = (
+                    broken.get(node)
+                    or stopped
+                    or (f"no answer (srun exit {code}: {_tail(se) or 'no message'})")
+                )
+                res = step_error(node, why)
+            out[node] = res
+
+
+def _result(path: Path, node: str, payload: bytes) -> NodeResult:
+    """The node's records as the SSH runs leave them (one file, read by the same reader)."""
+    path.write_bytes(payload)
+    res = read_results(path, node)
+    errors = []
+    for line in payload.decode("utf-8", "replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and rec.get("kind") == "checker_error":
+            errors.append(str(rec.get("message", "")))
+    if errors:
+        res.complete = False
+        res.checks.append(
+            CheckResult(
+                node,
+                CHECK,
+                "error",
+                f"{node}: the node checker could not run: {errors[0]}",
+                expected="the validators run on the node",
+                found=errors[0],
+                fix=FIX.format(node=node),
+            )
+        )
+        res.note = f"incomplete: node checker: {errors[0]}"
+    return res
