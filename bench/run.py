@@ -109,6 +109,7 @@ COMPARISONS = (
     ("no-op provision: stock tuned (linear) / tuned (Mitogen)", "provision", "no-op stock", "no-op tuned"),
     ("drift: stock tuned (linear) / tuned (Mitogen)", "drift", "stock (linear)", "tuned"),
     ("drift: deep (check+diff, Mitogen) / fast (applied state)", "drift", "tuned", "fast"),
+    ("drift: fast over SSH / fast as one Slurm job step", "drift", "fast", "fast via slurm step"),
     (
         "certification validators: no SSH multiplexing / one session per node",
         "certify",
@@ -508,15 +509,19 @@ def bench_drift(doc: dict[str, Any], inv: Path, n: int) -> list[Row]:
     env = targets.for_plan(doc).environment(doc)  # the lab BMCs' account for the bios role, as the flow
 
     rows = []
+    slurm = targets.for_plan(doc).pool_manager(doc)  # the lab's Slurm: the nodes read themselves in a step
     variants = (
-        ("fast", contextlib.nullcontext, False),
-        ("tuned", contextlib.nullcontext, True),
-        ("stock (linear)", stock_runner, True),
+        ("fast", contextlib.nullcontext, False, None),
+        ("fast via slurm step", contextlib.nullcontext, False, slurm),
+        ("tuned", contextlib.nullcontext, True, None),
+        ("stock (linear)", stock_runner, True, None),
     )
-    for variant, ctx, deep in variants:
+    for variant, ctx, deep, scheduler in variants:
         with ctx():
             cpu0 = _cpu_s()
-            secs, rep = _timed(lambda: drift(doc, inv, env=env, deep=deep))  # noqa: B023 (called here)
+            secs, rep = _timed(
+                lambda: drift(doc, inv, env=env, deep=deep, scheduler=scheduler)  # noqa: B023 (called here)
+            )
             cpu = _cpu_s() - cpu0
         how = "check+diff on every node" if deep else f"applied state; check+diff on {len(rep.deep)} nodes"
         rows.append(

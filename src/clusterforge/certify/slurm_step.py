@@ -25,8 +25,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ from clusterforge.childenv import child_env
 from clusterforge.plan.expect import group_vars
 from clusterforge.remote.checker_node import JOB_VERSION
 from clusterforge.remote.frames import decode
+from clusterforge.remote.node_state import KEYS as STATE_KEYS
+from clusterforge.remote.node_state import parse as parse_state
 
 Progress = Callable[[str, str, dict[str, Any]], None]  # (node, event, data)
 CHECK = "slurm.step"
@@ -58,15 +61,40 @@ def checker_path(plan_node: Mapping[str, Any]) -> str:
         ) from None
 
 
-def job_document(plan_doc: Mapping[str, Any], inventory: Path, nodes: Sequence[str], marker: str) -> bytes:
-    """The job every task of the step reads: the plan with only these nodes, their role knobs."""
+Names = Mapping[str, Iterable[str]]  # what to read of a node's applied state (clusterforge.remote.node_state)
+
+
+def job_document(
+    plan_doc: Mapping[str, Any],
+    inventory: Path,
+    nodes: Sequence[str],
+    marker: str,
+    states: Mapping[str, Names] | None = None,
+) -> bytes:
+    """The job every task of the step reads: the plan with only these nodes, their role knobs, and what to
+    read of each node's applied state (`states`, for drift)."""
     wanted = set(nodes)
     entries = [n for n in plan_doc["nodes"] if n["name"] in wanted]
     cache: dict[Path, dict[str, Any]] = {}
     knobs = {n["name"]: group_vars(inventory, n, cache) for n in entries}
     plan = {**plan_doc, "nodes": entries}
-    doc = {"version": JOB_VERSION, "marker": marker, "plan": plan, "knobs": knobs}
+    doc: dict[str, Any] = {"version": JOB_VERSION, "marker": marker, "plan": plan, "knobs": knobs}
+    asked = {n: names for n, names in (states or {}).items() if n in wanted}
+    if asked:
+        doc["state"] = {
+            n: {k: sorted(map(str, names.get(k, ()))) for k in STATE_KEYS} for n, names in asked.items()
+        }
     return json.dumps(doc, sort_keys=True, default=str).encode()
+
+
+@dataclass
+class StepAnswer:
+    """What a step brought back: each node's check results, and each asked node's applied-state read
+    (`states`: the state document, or `state_errors`: why there is none)."""
+
+    results: dict[str, NodeResult] = field(default_factory=dict)
+    states: dict[str, dict[str, Any]] = field(default_factory=dict)
+    state_errors: dict[str, str] = field(default_factory=dict)
 
 
 #: the tasks' whole environment (with Slurm's own SLURM_* variables): a login's PATH, nothing of this
@@ -169,24 +197,49 @@ def certify_step(
     srun: str = "srun",
 ) -> dict[str, NodeResult]:
     """Each node's result of one job step over `nodes` (plan order kept)."""
+    return run_step(
+        plan_doc, inventory, nodes, marker, workdir, deadline_s,
+        env=env, progress=progress, cancel=cancel, srun=srun,
+    ).results  # fmt: skip
+
+
+def run_step(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    nodes: list[str],
+    marker: str,
+    workdir: Path,
+    deadline_s: float,
+    *,
+    states: Mapping[str, Names] | None = None,
+    env: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    srun: str = "srun",
+) -> StepAnswer:
+    """One job step over `nodes`: their check results (plan order kept) and, for the nodes `states` names,
+    their applied-state reads."""
+    answer = StepAnswer()
     if not nodes:
-        return {}
+        return answer
     start = time.monotonic()
     by_name = {n["name"]: n for n in plan_doc["nodes"]}
-    out: dict[str, NodeResult] = {}
+    out = answer.results
     groups: dict[str, list[str]] = {}
     for node in nodes:
         try:
             groups.setdefault(checker_path(by_name[node]), []).append(node)
         except KeyError as exc:
             out[node] = step_error(node, str(exc.args[0]))
+            answer.state_errors[node] = str(exc.args[0])
     workdir.mkdir(parents=True, exist_ok=True)
+    job = Job(plan_doc, inventory, marker, states or {}, workdir, deadline_s, env, cancel, srun)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="certify-bmc") as ex:
         here = ex.submit(
             controller_checks, inventory, sorted(n for g in groups.values() for n in g), marker, workdir,
             deadline_s, env, cancel,
         )  # fmt: skip
-        _steps(plan_doc, inventory, groups, marker, workdir, deadline_s, env, progress, cancel, srun, out)
+        _steps(job, groups, progress, answer)
         bmc, bmc_note = here.result()
     for node, res in out.items():
         if node in bmc:
@@ -196,7 +249,8 @@ def certify_step(
         res.seconds = time.monotonic() - start
         if progress:
             progress(node, "done", {"verdict": res.verdict, "status": res.status_word})
-    return {n: out[n] for n in nodes if n in out}
+    answer.results = {n: out[n] for n in nodes if n in out}
+    return answer
 
 
 def groups_members(groups: Mapping[str, list[str]]) -> set[str]:
@@ -244,33 +298,37 @@ def controller_checks(
     return out, ""
 
 
-def _steps(
-    plan_doc: dict[str, Any],
-    inventory: Path,
-    groups: Mapping[str, list[str]],
-    marker: str,
-    workdir: Path,
-    deadline_s: float,
-    env: Mapping[str, str] | None,
-    progress: Progress | None,
-    cancel: threading.Event | None,
-    srun: str,
-    out: dict[str, NodeResult],
-) -> None:
-    """One step per checker path (one, unless nodes' desired states differ), its answers into `out`."""
-    on_node = f"({marker}) and not {BMC}"
+@dataclass(frozen=True)
+class Job:
+    """One run's step inputs (shared by its steps, one per checker path)."""
+
+    plan_doc: dict[str, Any]
+    inventory: Path
+    marker: str
+    states: Mapping[str, Names]
+    workdir: Path
+    deadline_s: float
+    env: Mapping[str, str] | None
+    cancel: threading.Event | None
+    srun: str
+
+
+def _steps(job: Job, groups: Mapping[str, list[str]], progress: Progress | None, answer: StepAnswer) -> None:
+    """One step per checker path (one, unless nodes' desired states differ), its answers into `answer`."""
+    on_node = f"({job.marker}) and not {BMC}"
     for i, (checker, members) in enumerate(sorted(groups.items())):
         for node in members:
             if progress:
                 progress(node, "connect", {})
-        job = workdir / f"slurm-job-{i}.json"
-        job.write_bytes(job_document(plan_doc, inventory, members, on_node))
-        so, se = workdir / f"slurm-step-{i}.out", workdir / f"slurm-step-{i}.err"
-        code, stopped = _run(srun_argv(members, checker, srun), job, so, se, deadline_s, cancel, env)
+        path = job.workdir / f"slurm-job-{i}.json"
+        path.write_bytes(job_document(job.plan_doc, job.inventory, members, on_node, job.states))
+        so, se = job.workdir / f"slurm-step-{i}.out", job.workdir / f"slurm-step-{i}.err"
+        argv = srun_argv(members, checker, job.srun)
+        code, stopped = _run(argv, path, so, se, job.deadline_s, job.cancel, job.env)
         answers, broken = decode(so.read_text(encoding="utf-8", errors="replace").splitlines())
         for node in members:
             if node in answers:
-                res = _result(workdir / f"{node}.jsonl", node, answers[node])
+                res, state, state_error = _result(job.workdir / f"{node}.jsonl", node, answers[node])
                 if stopped and not res.complete:
                     res.note = f"incomplete: {stopped}"
             else:
@@ -279,15 +337,24 @@ def _steps(
                     or stopped
                     or (f"no answer (srun exit {code}: {_tail(se) or 'no message'})")
                 )
-                res = step_error(node, why)
-            out[node] = res
+                res, state = step_error(node, why), None
+                state_error = f"not answered in the Slurm step: {why}"
+            answer.results[node] = res
+            if node in job.states:
+                if state is not None:
+                    answer.states[node] = state
+                else:
+                    answer.state_errors[node] = state_error or "the node checker sent no applied-state read"
 
 
-def _result(path: Path, node: str, payload: bytes) -> NodeResult:
-    """The node's records as the SSH runs leave them (one file, read by the same reader)."""
+def _result(path: Path, node: str, payload: bytes) -> tuple[NodeResult, dict[str, Any] | None, str]:
+    """The node's records as the SSH runs leave them (one file, read by the same reader); its applied-state
+    read (checked for shape by the SSH path's reader) or why there is none."""
     path.write_bytes(payload)
     res = read_results(path, node)
     errors = []
+    state: dict[str, Any] | None = None
+    state_error = ""
     for line in payload.decode("utf-8", "replace").splitlines():
         try:
             rec = json.loads(line)
@@ -295,6 +362,11 @@ def _result(path: Path, node: str, payload: bytes) -> NodeResult:
             continue
         if isinstance(rec, dict) and rec.get("kind") == "checker_error":
             errors.append(str(rec.get("message", "")))
+        elif isinstance(rec, dict) and rec.get("kind") == "node_state":
+            try:
+                state = parse_state(json.dumps(rec.get("state")))
+            except ValueError as exc:
+                state_error = f"state read {rec.get('error') or f'output unreadable: {exc}'}"
     if errors:
         res.complete = False
         res.checks.append(
@@ -309,4 +381,4 @@ def _result(path: Path, node: str, payload: bytes) -> NodeResult:
             )
         )
         res.note = f"incomplete: node checker: {errors[0]}"
-    return res
+    return res, state, state_error

@@ -32,10 +32,18 @@ def drift(
             "unknown, of another plan, or found changed)",
         ),
     ] = False,
+    via: Annotated[
+        str,
+        typer.Option(
+            help="ssh: read the nodes from here | slurm (Slurm pool): the quick validators and the applied-"
+            "state reads as one Slurm job step, each node reading itself (nodes not in Slurm: SSH)"
+        ),
+    ] = "ssh",
 ) -> None:
     """Does every node still match the declared cluster? Exit 0 none, 3 drift, 2 bad input, 1 tool failed."""
     from clusterforge.flows.drift import drift_flow
 
     ev = extravars.parse(extra_vars or [])
     console = human_console(fmt, output)
-    raise typer.Exit(drift_flow(spec, fmt, limit, allow_unreachable, fix, output, console, shard, ev, deep))
+    code = drift_flow(spec, fmt, limit, allow_unreachable, fix, output, console, shard, ev, deep, via)
+    raise typer.Exit(code)

@@ -158,6 +158,27 @@ def certify_flow(
     return int(ExitCode.OK if ok else ExitCode.NOT_AS_DECLARED)
 
 
+def split_by_scheduler(
+    scheduler: Any, names: list[str], console: Console | None
+) -> tuple[list[str], list[str]]:
+    """(the nodes a Slurm job step can run on, the others: not in slurm.conf, or down, or every node when
+    the Slurm controller does not answer), in `names`' order; said on `console`."""
+    try:
+        states = scheduler.status(names)
+    except ClusterforgeError as exc:  # the Slurm controller does not answer: the nodes are still checked
+        if console is not None:
+            console.print(f"[yellow]Slurm[/]: {safe(exc)}: every node over SSH", highlight=False)
+        states = {}
+    in_slurm = [n for n in names if n in states and states[n].state not in ("unknown", "down")]
+    by_ssh = [n for n in names if n not in in_slurm]
+    if console is not None:
+        console.print(
+            f"[bold]»[/] {len(in_slurm)} node(s) through a Slurm job step, {len(by_ssh)} over SSH"
+            + (f" ({safe(', '.join(by_ssh))})" if by_ssh else "")
+        )
+    return in_slurm, by_ssh
+
+
 def _through_slurm(
     console: Console,
     doc: dict[str, Any],
@@ -173,17 +194,7 @@ def _through_slurm(
     """The quick tier as one Slurm job step on the nodes Slurm can run it on; the others (not in
     slurm.conf, or down: no slurmd to start a task) over SSH, side by side. Plan order kept."""
     env = target.environment(doc)
-    try:
-        states = pool.status(names)
-    except ClusterforgeError as exc:  # the Slurm controller does not answer: the nodes are still checked
-        console.print(f"[yellow]Slurm[/]: {safe(exc)}: every node over SSH", highlight=False)
-        states = {}
-    in_slurm = [n for n in names if n in states and states[n].state not in ("unknown", "down")]
-    by_ssh = [n for n in names if n not in in_slurm]
-    console.print(
-        f"[bold]»[/] {len(in_slurm)} node(s) through a Slurm job step, {len(by_ssh)} over SSH"
-        + (f" ({safe(', '.join(by_ssh))})" if by_ssh else "")
-    )
+    in_slurm, by_ssh = split_by_scheduler(pool, names, console)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="certify-via") as ex:
         ssh = ex.submit(
             certify_nodes,

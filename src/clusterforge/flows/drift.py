@@ -5,6 +5,8 @@ drifted nodes → exit code."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -14,14 +16,15 @@ from typing import Any
 from rich.console import Console
 
 from clusterforge import __version__, targets, term
-from clusterforge.certify.runner import run_checks
+from clusterforge.certify.runner import DEADLINE_S, TIER_MARKERS, run_checks
+from clusterforge.certify.slurm_step import StepAnswer, run_step
 from clusterforge.drift import formats
 from clusterforge.drift.ansible_diff import items_from_check_run
 from clusterforge.drift.applied import compare, fast_or_deep
 from clusterforge.drift.model import DriftItem, DriftReport
 from clusterforge.drift.run import add_validator_items, certificate_drift
 from clusterforge.errors import ExitCode
-from clusterforge.flows.certify import certify_flow
+from clusterforge.flows.certify import VIA, certify_flow, split_by_scheduler
 from clusterforge.flows.plan import load_plan
 from clusterforge.flows.provision import print_report
 from clusterforge.records.outcomes import recorded_run
@@ -68,15 +71,27 @@ def drift_flow(
     shard: str | None = None,
     extra_vars: dict[str, Any] | None = None,
     deep: bool = False,
+    via: str = "ssh",
 ) -> int:
     strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before anything runs
+    if via not in VIA:
+        console.print(f"[red]error[/]: --via must be one of {', '.join(VIA)}; got {safe(via)}")
+        return int(ExitCode.BAD_INPUT)
     plan, inv = load_plan(spec)
     target = targets.for_plan(plan.doc)
     env = target.environment(plan.doc)
+    scheduler = target.pool_manager(plan.doc) if via == "slurm" else None
+    if scheduler is not None and getattr(scheduler, "name", "") != "slurm":
+        console.print(
+            f"[red]error[/]: --via slurm needs the Slurm pool manager; {safe(spec)}'s is "
+            f"{safe(getattr(scheduler, 'name', 'none'))} (pools.*.manager): drift over SSH (--via ssh)"
+        )
+        return int(ExitCode.BAD_INPUT)
     record = (spec, allow_unreachable)
     report = drift_recorded(
-        plan.doc, inv, limit, record, shard=shard, extra_vars=extra_vars, env=env, console=console, deep=deep
-    )
+        plan.doc, inv, limit, record, shard=shard, extra_vars=extra_vars, env=env, console=console, deep=deep,
+        scheduler=scheduler,
+    )  # fmt: skip
     publish(report, fmt, allow_unreachable, output, console)
     if fix and report.drifted(allow_unreachable):
         nodes = sorted({i.node for i in report.items if i.node not in report.unreachable})
@@ -87,8 +102,9 @@ def drift_flow(
             print_report(rep, console)
             certify_flow(spec, tier="quick", limit=",".join(nodes), admit=True, console=console)
             report = drift_recorded(
-                plan.doc, inv, limit, record, shard=shard, env=env, console=console, deep=deep
-            )
+                plan.doc, inv, limit, record, shard=shard, env=env, console=console, deep=deep,
+                scheduler=scheduler,
+            )  # fmt: skip
             publish(report, fmt, allow_unreachable, output, console)
     if report.errors and not report.drifted(allow_unreachable):
         return int(ExitCode.TOOL_FAILED)
@@ -137,27 +153,43 @@ def _check_and_validate(
     extra_vars: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    step_hosts: list[str] | None = None,
 ) -> None:
-    """The quick validators on every host, the applied-state read of the `fast` hosts and the check run of
+    """The quick validators on every host (`step_hosts`: as one Slurm job step, with their applied-state
+    reads), the applied-state read of the `fast` hosts and the check run of
     the `deep_hosts`, side by side: all only read the nodes, and the check run (one Ansible controller
     process, mostly one core) leaves CPU for the SSH sessions. A fast host found changed is then run
     through the check as well, so that each difference is named by the task that manages it."""
     cancel = threading.Event()
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="drift-read") as pool:
+    stepped = set(step_hosts or ()) if validators else set()  # the step runs the validators: none without
+    by_ssh = [h for h in hosts if h not in stepped]
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="drift-read") as pool:
         checks = (
-            pool.submit(run_checks, plan_doc, inventory, "quick", hosts, False, None, cancel, env=env)
-            if validators and hosts
+            pool.submit(run_checks, plan_doc, inventory, "quick", by_ssh, False, None, cancel, env=env)
+            if validators and by_ssh
             else None
         )
         states = pool.submit(
-            read_states, plan_doc, inventory, {h: fast[h].get("managed") or {} for h in fast}
+            read_states,
+            plan_doc,
+            inventory,
+            {h: fast[h].get("managed") or {} for h in fast if h not in stepped},
+        )
+        step = (
+            pool.submit(_step, plan_doc, inventory, [h for h in hosts if h in stepped], fast, env, cancel)
+            if stepped
+            else None
         )
         try:
             # env: the target's (the lab BMCs' account for the bios role); run in this (main) thread, which
             # owns signal handling
             if deep_hosts:
                 ansible_drift(report, inventory, deep_hosts, forks, env, extra_vars, on_event)
-            changed = _compare_applied(report, fast, states.result())
+            reads = states.result()
+            answer = step.result() if step is not None else None
+            if answer is not None:
+                reads.update(_step_reads(answer, [h for h in fast if h in stepped]))
+            changed = _compare_applied(report, fast, reads)
             if changed:
                 report.deep.update(
                     {h: "changed since its provision: the check names each difference" for h in changed}
@@ -168,6 +200,36 @@ def _check_and_validate(
             raise
         if checks is not None:
             add_validator_items(report, checks.result())
+        if answer is not None:
+            add_validator_items(report, {n: r.checks for n, r in answer.results.items()})
+
+
+def _step(
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    hosts: list[str],
+    fast: dict[str, dict[str, Any]],
+    env: dict[str, str] | None,
+    cancel: threading.Event,
+) -> StepAnswer:
+    """The quick validators and the fast hosts' applied-state reads as one Slurm job step."""
+    workdir = Path(tempfile.mkdtemp(prefix="cf-drift-step-"))
+    try:
+        return run_step(
+            plan_doc, inventory, hosts, TIER_MARKERS["quick"], workdir, DEADLINE_S["quick"],
+            states={h: fast[h].get("managed") or {} for h in hosts if h in fast}, env=env, cancel=cancel,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _step_reads(answer: StepAnswer, hosts: list[str]) -> dict[str, StateRead]:
+    """The step's applied-state reads as the SSH reads are (a node that did not answer: an error, not
+    unreachable: Slurm, not SSH, could not reach it)."""
+    return {
+        h: StateRead(h, answer.states.get(h), answer.state_errors.get(h, "not read in the Slurm step"))
+        for h in hosts
+    }
 
 
 def _compare_applied(
@@ -204,12 +266,14 @@ def drift(
     env: dict[str, str] | None = None,
     console: Console | None = None,
     deep: bool = False,
+    scheduler: Any | None = None,
 ) -> DriftReport:
     """Each node read against its applied state (what its last provision left: files, packages, services,
     modules) with the quick validators, merged per node; the check run (site.yml --check --diff) for the
     nodes whose applied state is unknown or of another plan, for those found changed, and for all with
     `deep` (or `extra_vars`, which change what is applied). `env`: the target's; with `console`, the
-    progress on it (per host, or summary lines)."""
+    progress on it (per host, or summary lines); with a Slurm `scheduler` (pool manager), the validators
+    and the applied-state reads of the nodes it can run a step on are one Slurm job step (--via slurm)."""
     planned = [n["name"] for n in plan_doc["nodes"]]
     hosts = select(plan_order(resolve_hosts(inventory, limit), plan_doc), shard)
     forks = forks or forks_for(len(hosts))
@@ -227,15 +291,16 @@ def drift(
         report.items += split.behind
     deep_hosts = [h for h in hosts if h in report.deep]
     args = (report, plan_doc, inventory, hosts, deep_hosts, fast, forks, validators, extra_vars, env)
+    step_hosts = split_by_scheduler(scheduler, hosts, console)[0] if scheduler is not None else None
     if console is None:
-        _check_and_validate(*args)
+        _check_and_validate(*args, step_hosts=step_hosts)
     else:
         with Progress(console, hosts, label="drift check run") as progress:
             progress.phase(
                 f"drift: {len(fast)} nodes against their applied state, {len(deep_hosts)} by site.yml "
                 f"--check --diff; the quick validators on {len(hosts)}"
             )
-            _check_and_validate(*args, progress.event)
+            _check_and_validate(*args, progress.event, step_hosts=step_hosts)
     reachable = [h for h in hosts if h not in report.unreachable]
     certificate_drift(report, plan_doc, reachable)
     for h in report.unreachable:
@@ -271,6 +336,7 @@ def drift_recorded(
     env: dict[str, str] | None = None,
     console: Console | None = None,
     deep: bool = False,
+    scheduler: Any | None = None,
 ) -> DriftReport:
     """`drift` as a drift run of the records (`record`: the spec path, and whether unreachable nodes are
     allowed): started `running`, finished with each node's outcome (the status as the exit code reads it);
@@ -288,6 +354,7 @@ def drift_recorded(
             env=env,
             console=console,
             deep=deep,
+            scheduler=scheduler,
         )
         rec.finish(report.outcome(allow_unreachable))
     return report

@@ -7,7 +7,11 @@ testinfra the program carries; nothing of the controller, nor of the node's site
 stdin as one JSON document, data only::
 
     {"version": 1, "marker": "quick", "plan": {plan.json, its nodes cut to the step's},
-     "knobs": {node: {role knob: value}}}
+     "knobs": {node: {role knob: value}}, "state": {node: {"files": [..], "packages": [..], ...}}}
+
+``state`` (optional, for `clusterforge drift`): what to read of the node's applied state
+(`clusterforge.remote.node_state_probe`), answered as one ``{"kind": "node_state", "state": {..}}`` record
+after the validators' — one program reads the node for both.
 
 The node finds itself by ``$SLURMD_NODENAME`` (set by slurmd in every task) or ``--node``; it checks only
 itself (testinfra's local backend: no SSH) and answers with the validators' JSON lines, the same records
@@ -93,6 +97,21 @@ def _job(text: bytes, node: str) -> dict[str, object]:
     return job
 
 
+def _state(job: dict[str, object], node: str) -> bytes:
+    """The node_state record the job asks of this node ('' when it asks none)."""
+    asked = job.get("state")
+    query = asked.get(node) if isinstance(asked, dict) else None
+    if not isinstance(query, dict):
+        return b""
+    from clusterforge.remote.node_state_probe import read
+
+    try:
+        rec: dict[str, object] = {"kind": "node_state", "state": read(query)}
+    except Exception as exc:  # a read that breaks is an answer too: "could not read", never "unchanged"
+        rec = {"kind": "node_state", "error": f"{type(exc).__name__}: {exc}"}
+    return (json.dumps(rec, sort_keys=True) + "\n").encode()
+
+
 def check(archive: str, node: str, stdin: bytes) -> bytes:
     """Run the job's validators on this node; the validators' records (or one checker_error)."""
     try:
@@ -128,8 +147,8 @@ def check(archive: str, node: str, stdin: bytes) -> bytes:
         text = results.read_bytes() if results.exists() else b""
         if int(code) not in (0, 1) and b'"kind": "end"' not in text:
             tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
-            return text + _error(f"validators exited {int(code)}: {' | '.join(tail)[:400]}")
-        return text
+            text += _error(f"validators exited {int(code)}: {' | '.join(tail)[:400]}")
+        return text + _state(job, node)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -168,6 +168,11 @@ def read_services(units: list[str], errors: list[str]) -> dict[str, dict[str, st
 
 
 def main(query: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(read(query), sort_keys=True) + "\n")
+
+
+def read(query: dict[str, Any]) -> dict[str, Any]:
+    """The state document of what `query` names (the node checker asks this too, in its Slurm step)."""
     errors: list[str] = []
     files: dict[str, Any] = {}
     for path in query.get("files", []):
@@ -182,4 +187,4 @@ def main(query: dict[str, Any]) -> None:
         "modules": {m: os.path.isdir("/sys/module/" + m.replace("-", "_")) for m in query.get("modules", [])},
         "errors": errors,
     }
-    sys.stdout.write(json.dumps(doc, sort_keys=True) + "\n")
+    return doc

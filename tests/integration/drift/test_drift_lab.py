@@ -4,7 +4,8 @@ A provisioned lab has no drift (exit 0), read fast: every node against its appli
 each kind of hand change on a node yields a drift item naming the node, the setting, expected and actual
 (exit 3) — from the fast read, and a changed node is then explained by site.yml --check --diff; drift
 on one node never hides drift on another; a spec typo exits 2, never 3; `--fix` clears the drift and the
-next drift run exits 0, fast again (the fix recorded the new applied state).
+next drift run exits 0, fast again (the fix recorded the new applied state). `--via slurm` (the nodes
+reading themselves in one Slurm job step) finds the same items.
 """
 
 from __future__ import annotations
@@ -124,6 +125,12 @@ def test_drift_finds_every_change_names_it_and_fix_clears_it(provisioned_lab: An
         for node in changes:  # and the check run named the hand-edited files' tasks
             checked = [it for it in by_node[node] if it["source"].startswith("role ")]
             assert checked, f"{node}: the check run named nothing ({by_node[node]})"
+        # the same drift when the nodes read themselves in one Slurm job step (validators and applied
+        # state by the node checker the monitoring role installed; #20 item 3)
+        rc, stepped = drift_json(p, tmp_path, "--via", "slurm")
+        assert rc == 3 and stepped["errors"] == rep["errors"], stepped["errors"]
+        assert _keys(stepped) == _keys(rep), sorted(_keys(stepped) ^ _keys(rep))
+        assert set(stepped["deep"]) == set(changes), stepped["deep"]
 
         res = cli("drift", str(p.spec), "--fix", db=p.records_db)
         assert res.returncode in (0, 3), res.stderr[-3000:]
@@ -132,6 +139,10 @@ def test_drift_finds_every_change_names_it_and_fix_clears_it(provisioned_lab: An
         assert after["deep"] == {}, after["deep"]
     finally:
         p.restore()
+
+
+def _keys(rep: dict[str, Any]) -> set[tuple[str, str, str, str]]:
+    return {(it["node"], it["setting"], it["expected"], it["source"]) for it in rep["items"]}
 
 
 def _by_node(rep: dict[str, Any], changed: set[str]) -> dict[str, list[dict[str, Any]]]:

@@ -5,6 +5,7 @@ node by a stand-in `srun` that does what slurmd does for a step (start the comma
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -19,7 +20,7 @@ import pytest
 
 from clusterforge.certify.results import read_results
 from clusterforge.certify.runner import PYTEST_ENV, TIER_MARKERS
-from clusterforge.certify.slurm_step import CHECK, TASK_PATH, certify_step, job_document, srun_argv
+from clusterforge.certify.slurm_step import CHECK, TASK_PATH, certify_step, job_document, run_step, srun_argv
 from clusterforge.remote import checker_bundle
 from clusterforge.remote.checker_node import JOB_VERSION
 from tests.conftest import VALIDATORS, example_plan
@@ -116,6 +117,29 @@ def test_a_step_over_two_nodes_answers_as_the_ssh_runs_do(tmp_path: Path) -> Non
     assert down.verdict == "error" and not down.complete
     assert [c.check_id for c in down.checks] == [CHECK]
     assert "Communication connection failure" in down.checks[0].message
+
+
+def test_the_step_reads_the_applied_state_it_is_asked_for_beside_the_checks(tmp_path: Path) -> None:
+    """`clusterforge drift --via slurm`: one program reads the node for the validators and for the state
+    its last provision left; a node asked nothing answers no state, a node that does not answer an error."""
+    doc, inv, srun = _setup(tmp_path)
+    a, b, c = (n["name"] for n in doc["nodes"][:3])
+    mine = tmp_path / "managed.conf"
+    mine.write_text("x = 1\n")
+    names = {"files": [str(mine), str(tmp_path / "absent")], "packages": [], "services": [], "modules": []}
+    os.environ["DOWN"] = c
+    try:
+        answer = run_step(
+            doc, inv, [a, b, c], "quick", tmp_path / "w", 300, states={a: names, c: names}, srun=str(srun)
+        )
+    finally:
+        del os.environ["DOWN"]
+    assert answer.results[a].complete and answer.results[b].complete
+    files = answer.states[a]["files"]
+    assert files[str(mine)]["sha256"] == hashlib.sha256(b"x = 1\n").hexdigest()
+    assert files[str(tmp_path / "absent")] is None
+    assert b not in answer.states and b not in answer.state_errors  # asked nothing
+    assert c not in answer.states and "not answered in the Slurm step" in answer.state_errors[c]
 
 
 def test_the_job_carries_the_plan_cut_to_the_step_and_the_nodes_knobs(tmp_path: Path) -> None:

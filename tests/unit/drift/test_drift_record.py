@@ -68,6 +68,7 @@ def test_drift_recorded_writes_the_run(tmp_path: Path, monkeypatch: pytest.Monke
         "env": None,
         "console": None,
         "deep": False,
+        "scheduler": None,
     }
     with Store() as store:
         (run,) = store.runs(kind="drift")

@@ -173,3 +173,50 @@ def test_an_unreadable_node_is_unreachable_or_an_error_never_clean(monkeypatch: 
     assert rep.unreachable == ["n1"] and [(i.node, i.setting) for i in rep.items] == [("n1", "reachability")]
     assert rep.errors == ["n2: applied-state read failed: state read exit 1: x"]
     assert rep.outcome().status == "failed"
+
+
+class _Slurm:
+    """A Slurm pool manager stand-in: n3 is down (no slurmd to start a task)."""
+
+    name = "slurm"
+
+    def status(self, nodes: list[str]) -> dict[str, Any]:
+        from clusterforge.pool.base import NodeState
+
+        return {n: NodeState(n, "down" if n == "n3" else "idle") for n in nodes}
+
+
+def test_via_slurm_the_step_reads_its_nodes_and_ssh_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step brings back the validators and the applied state of the nodes Slurm can run (n1, n2); the
+    down node is read over SSH; a changed file found by the step and a failed check are drift as over SSH,
+    and a node the step did not answer for is an error, never clean."""
+    from clusterforge.certify.results import NodeResult
+    from clusterforge.certify.slurm_step import StepAnswer
+
+    changed = {**STATE, "files": {"/etc/x.conf": {**STATE["files"]["/etc/x.conf"], "sha256": "b" * 64}}}
+    ran, plan = _fast_setup(monkeypatch, {"n3": STATE}, {h: {"state": STATE} for h in ("n1", "n2", "n3")})
+    ssh_checks: list[list[str]] = []
+    stepped: list[tuple[list[str], list[str]]] = []
+
+    def fake_checks(plan_doc: Any, inv: Any, tier: str, hosts: list[str], *a: Any, **kw: Any) -> Any:
+        ssh_checks.append(list(hosts))
+        return {}
+
+    def fake_step(plan_doc: Any, inv: Any, hosts: list[str], fast: Any, env: Any, cancel: Any) -> StepAnswer:
+        stepped.append((list(hosts), sorted(h for h in hosts if h in fast)))
+        bad = CheckResult("n2", "os.sysctl", "fail", "m", expected="1", found="60", fix="f")
+        return StepAnswer(
+            results={"n1": NodeResult("n1", complete=True), "n2": NodeResult("n2", [bad], complete=True)},
+            states={"n1": changed},
+            state_errors={"n2": "not answered in the Slurm step: no answer (srun exit 1)"},
+        )
+
+    monkeypatch.setattr(drift_run, "run_checks", fake_checks)
+    monkeypatch.setattr(drift_run, "_step", fake_step)
+    rep = drift_run.drift(plan, Path("inv"), scheduler=_Slurm())
+    assert stepped == [(["n1", "n2"], ["n1", "n2"])] and ssh_checks == [["n3"]]
+    assert sorted((i.node, i.setting) for i in rep.items) == [("n1", "file /etc/x.conf"), ("n2", "os.sysctl")]
+    assert rep.errors == [
+        "n2: applied-state read failed: not answered in the Slurm step: no answer (srun exit 1)"
+    ]
+    assert ran == [["n1"]]  # the changed node is explained by the check run, as over SSH
