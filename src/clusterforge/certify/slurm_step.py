@@ -120,17 +120,20 @@ def srun_argv(nodes: Sequence[str], checker: str, srun: str = "srun") -> list[st
     ]
 
 
-def step_error(node: str, why: str) -> NodeResult:
+def step_error(
+    node: str, why: str, check_id: str = CHECK, via: str = "a Slurm job step", fix: str = FIX
+) -> NodeResult:
+    """A node that gave no answer through `via`: one `check_id` error, never a verdict on its settings."""
     check = CheckResult(
         node,
-        CHECK,
+        check_id,
         "error",
-        f"{node}: not checked through Slurm: {why}",
-        expected="the node checker's answer from a Slurm job step",
+        f"{node}: not checked through {via}: {why}",
+        expected=f"the node checker's answer from {via}",
         found=why,
-        fix=FIX.format(node=node),
+        fix=fix.format(node=node),
     )
-    return NodeResult(node, [check], complete=False, note=f"incomplete: Slurm step: {why}")
+    return NodeResult(node, [check], complete=False, note=f"incomplete: {via}: {why}")
 
 
 def _tail(path: Path, lines: int = 3) -> str:
@@ -328,7 +331,7 @@ def _steps(job: Job, groups: Mapping[str, list[str]], progress: Progress | None,
         answers, broken = decode(so.read_text(encoding="utf-8", errors="replace").splitlines())
         for node in members:
             if node in answers:
-                res, state, state_error = _result(job.workdir / f"{node}.jsonl", node, answers[node])
+                res, state, state_error = read_answer(job.workdir / f"{node}.jsonl", node, answers[node])
                 if stopped and not res.complete:
                     res.note = f"incomplete: {stopped}"
             else:
@@ -347,7 +350,9 @@ def _steps(job: Job, groups: Mapping[str, list[str]], progress: Progress | None,
                     answer.state_errors[node] = state_error or "the node checker sent no applied-state read"
 
 
-def _result(path: Path, node: str, payload: bytes) -> tuple[NodeResult, dict[str, Any] | None, str]:
+def read_answer(
+    path: Path, node: str, payload: bytes, check_id: str = CHECK, fix: str = FIX
+) -> tuple[NodeResult, dict[str, Any] | None, str]:
     """The node's records as the SSH runs leave them (one file, read by the same reader); its applied-state
     read (checked for shape by the SSH path's reader) or why there is none."""
     path.write_bytes(payload)
@@ -372,12 +377,12 @@ def _result(path: Path, node: str, payload: bytes) -> tuple[NodeResult, dict[str
         res.checks.append(
             CheckResult(
                 node,
-                CHECK,
+                check_id,
                 "error",
                 f"{node}: the node checker could not run: {errors[0]}",
                 expected="the validators run on the node",
                 found=errors[0],
-                fix=FIX.format(node=node),
+                fix=fix.format(node=node),
             )
         )
         res.note = f"incomplete: node checker: {errors[0]}"

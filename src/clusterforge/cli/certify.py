@@ -1,4 +1,4 @@
-"""``clusterforge certify SPEC [--tier quick|full] [--limit] [--admit] [--jobs N] [--via ssh|slurm]
+"""``clusterforge certify SPEC [--tier quick|full] [--limit] [--admit] [--jobs N] [--via ssh|slurm|kubernetes]
 [--format text|json|junit] [--output FILE]``: a thin face over
 :func:`clusterforge.flows.certify.certify_flow`."""
 
@@ -35,8 +35,9 @@ def certify(
     via: Annotated[
         str,
         typer.Option(
-            help="ssh: the validators run here, one SSH session per node | slurm (quick tier, Slurm pool): "
-            "one Slurm job step, each node checks itself with the node checker (nodes not in Slurm: SSH)"
+            help="ssh: the validators run here, one SSH session per node | slurm / kubernetes (quick tier, "
+            "that pool manager): one Slurm job step / one Job per node, each node checks itself with the "
+            "node checker (nodes the engine cannot run: SSH)"
         ),
     ] = "ssh",
     fmt: Annotated[str, format_option("text", "json", "junit")] = "text",

@@ -35,8 +35,9 @@ def drift(
     via: Annotated[
         str,
         typer.Option(
-            help="ssh: read the nodes from here | slurm (Slurm pool): the quick validators and the applied-"
-            "state reads as one Slurm job step, each node reading itself (nodes not in Slurm: SSH)"
+            help="ssh: read the nodes from here | slurm / kubernetes (that pool manager): the quick "
+            "validators and the applied-state reads run by each node on itself, as one Slurm job step / one "
+            "Job per node (nodes the engine cannot run: SSH)"
         ),
     ] = "ssh",
 ) -> None:

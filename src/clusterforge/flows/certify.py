@@ -10,6 +10,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from rich.console import Console
 from clusterforge import targets
 from clusterforge.certify.display import CertifyProgress, explain, table
 from clusterforge.certify.issue import Recorder
+from clusterforge.certify.k8s_jobs import run_jobs
 from clusterforge.certify.results import (
     NodeResult,
     json_text,
@@ -29,7 +31,7 @@ from clusterforge.certify.results import (
     write_junit,
 )
 from clusterforge.certify.runner import DEADLINE_S, TIER_MARKERS, certify_nodes
-from clusterforge.certify.slurm_step import certify_step
+from clusterforge.certify.slurm_step import StepAnswer, run_step
 from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode, InputError
 from clusterforge.flows import admit as admission
@@ -39,7 +41,7 @@ from clusterforge.records import signing
 from clusterforge.remote.inventory import resolve_hosts
 from clusterforge.term import safe
 
-VIA = ("ssh", "slurm")
+VIA = ("ssh", "slurm", "kubernetes")
 
 
 @dataclass
@@ -71,9 +73,10 @@ def certify_flow(
         return _fail_input(console, f"--tier must be one of {', '.join(TIER_MARKERS)}; got {tier!r}")
     if outputs.via not in VIA:
         return _fail_input(console, f"--via must be one of {', '.join(VIA)}; got {outputs.via!r}")
-    if outputs.via == "slurm" and tier != "quick":
+    if outputs.via != "ssh" and tier != "quick":
         return _fail_input(
-            console, f"--via slurm runs the quick tier only (the {tier} tier drains nodes and runs from here)"
+            console,
+            f"--via {outputs.via} runs the quick tier only (the {tier} tier drains nodes and runs from here)",
         )
     try:
         plan, inventory = load_plan(spec)
@@ -91,12 +94,13 @@ def certify_flow(
         return _fail_input(console, str(exc))
     target = targets.for_plan(doc)
     pool = target.pool_manager(doc) if admit or tier == "full" else None
-    scheduler = target.pool_manager(doc) if outputs.via == "slurm" else None  # runs the step; admits nothing
-    if scheduler is not None and getattr(scheduler, "name", "") != "slurm":
+    # runs the nodes' own checks (a Slurm step, Kubernetes Jobs); admits nothing
+    scheduler = target.pool_manager(doc) if outputs.via != "ssh" else None
+    if scheduler is not None and getattr(scheduler, "name", "") != outputs.via:
         return _fail_input(
             console,
-            f"--via slurm needs the Slurm pool manager; {spec}'s is {getattr(scheduler, 'name', 'none')} "
-            "(pools.*.manager): certify over SSH (--via ssh)",
+            f"--via {outputs.via} needs the {outputs.via} pool manager; {spec}'s is "
+            f"{getattr(scheduler, 'name', 'none')} (pools.*.manager): certify over SSH (--via ssh)",
         )
     try:
         rec = Recorder.start(doc["cluster"], doc["plan_hash"], spec, tier, names)
@@ -116,9 +120,10 @@ def certify_flow(
     try:
         with CertifyProgress(console, names) as progress:
             if scheduler is not None:
-                results = _through_slurm(
-                    console, doc, inventory, names, scheduler, workdir, progress, cancel, target, outputs
-                )
+                results = _through_scheduler(
+                    console, doc, inventory, names, scheduler, workdir, progress, cancel, target, outputs,
+                    rec.run_id,
+                )  # fmt: skip
             else:
                 results = certify_nodes(
                     doc,
@@ -161,40 +166,69 @@ def certify_flow(
 def split_by_scheduler(
     scheduler: Any, names: list[str], console: Console | None
 ) -> tuple[list[str], list[str]]:
-    """(the nodes a Slurm job step can run on, the others: not in slurm.conf, or down, or every node when
-    the Slurm controller does not answer), in `names`' order; said on `console`."""
+    """(the nodes the pool's engine can start work on, the others: unknown to it or down, or every node
+    when it does not answer), in `names`' order; said on `console`."""
     try:
         states = scheduler.status(names)
     except ClusterforgeError as exc:  # the Slurm controller does not answer: the nodes are still checked
         if console is not None:
-            console.print(f"[yellow]Slurm[/]: {safe(exc)}: every node over SSH", highlight=False)
+            console.print(f"[yellow]{scheduler.name}[/]: {safe(exc)}: every node over SSH", highlight=False)
         states = {}
     in_slurm = [n for n in names if n in states and states[n].state not in ("unknown", "down")]
     by_ssh = [n for n in names if n not in in_slurm]
     if console is not None:
+        engine = "a Slurm job step" if scheduler.name == "slurm" else "Kubernetes Jobs"
         console.print(
-            f"[bold]»[/] {len(in_slurm)} node(s) through a Slurm job step, {len(by_ssh)} over SSH"
+            f"[bold]»[/] {len(in_slurm)} node(s) through {engine}, {len(by_ssh)} over SSH"
             + (f" ({safe(', '.join(by_ssh))})" if by_ssh else "")
         )
     return in_slurm, by_ssh
 
 
-def _through_slurm(
+def node_side(
+    scheduler: Any,
+    doc: dict[str, Any],
+    inventory: Path,
+    nodes: list[str],
+    workdir: Path,
+    *,
+    states: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    progress: Any = None,
+    cancel: threading.Event | None = None,
+    run_id: str = "",
+) -> StepAnswer:
+    """The quick tier (and the applied-state reads `states` asks for) run by `nodes` on themselves through
+    the pool's own engine: one Slurm job step, or one Kubernetes Job per node."""
+    marker, deadline = TIER_MARKERS["quick"], DEADLINE_S["quick"]
+    if scheduler.name == "kubernetes":
+        return run_jobs(
+            scheduler.api.api_client, doc, inventory, nodes, marker, workdir, deadline,
+            run_id or uuid.uuid4().hex, states=states, env=env, cancel=cancel,
+        )  # fmt: skip
+    return run_step(
+        doc, inventory, nodes, marker, workdir, deadline,
+        states=states, env=env, progress=progress, cancel=cancel,
+    )  # fmt: skip
+
+
+def _through_scheduler(
     console: Console,
     doc: dict[str, Any],
     inventory: Path,
     names: list[str],
-    pool: Any,
+    scheduler: Any,
     workdir: Path,
     progress: Any,
     cancel: threading.Event,
     target: Any,
     outputs: Outputs,
+    run_id: str,
 ) -> dict[str, NodeResult]:
-    """The quick tier as one Slurm job step on the nodes Slurm can run it on; the others (not in
-    slurm.conf, or down: no slurmd to start a task) over SSH, side by side. Plan order kept."""
+    """The quick tier run by the nodes the pool's engine can start work on (Slurm: not down and in
+    slurm.conf; Kubernetes: a Ready node of the cluster); the others over SSH, side by side. Plan order."""
     env = target.environment(doc)
-    in_slurm, by_ssh = split_by_scheduler(pool, names, console)
+    engine, by_ssh = split_by_scheduler(scheduler, names, console)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="certify-via") as ex:
         ssh = ex.submit(
             certify_nodes,
@@ -209,18 +243,10 @@ def _through_slurm(
             env=env,
         )
         step = ex.submit(
-            certify_step,
-            doc,
-            inventory,
-            in_slurm,
-            TIER_MARKERS["quick"],
-            workdir,
-            DEADLINE_S["quick"],
-            env=env,
-            progress=progress,
-            cancel=cancel,
-        )
-        got = {**ssh.result(), **step.result()}
+            node_side, scheduler, doc, inventory, engine, workdir,
+            env=env, progress=progress, cancel=cancel, run_id=run_id,
+        )  # fmt: skip
+        got = {**ssh.result(), **step.result().results}
     return {n: got[n] for n in names if n in got}
 
 

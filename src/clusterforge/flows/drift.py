@@ -16,15 +16,15 @@ from typing import Any
 from rich.console import Console
 
 from clusterforge import __version__, targets, term
-from clusterforge.certify.runner import DEADLINE_S, TIER_MARKERS, run_checks
-from clusterforge.certify.slurm_step import StepAnswer, run_step
+from clusterforge.certify.runner import run_checks
+from clusterforge.certify.slurm_step import StepAnswer
 from clusterforge.drift import formats
 from clusterforge.drift.ansible_diff import items_from_check_run
 from clusterforge.drift.applied import compare, fast_or_deep
 from clusterforge.drift.model import DriftItem, DriftReport
 from clusterforge.drift.run import add_validator_items, certificate_drift
 from clusterforge.errors import ExitCode
-from clusterforge.flows.certify import VIA, certify_flow, split_by_scheduler
+from clusterforge.flows.certify import VIA, certify_flow, node_side, split_by_scheduler
 from clusterforge.flows.plan import load_plan
 from clusterforge.flows.provision import print_report
 from clusterforge.records.outcomes import recorded_run
@@ -80,10 +80,10 @@ def drift_flow(
     plan, inv = load_plan(spec)
     target = targets.for_plan(plan.doc)
     env = target.environment(plan.doc)
-    scheduler = target.pool_manager(plan.doc) if via == "slurm" else None
-    if scheduler is not None and getattr(scheduler, "name", "") != "slurm":
+    scheduler = target.pool_manager(plan.doc) if via != "ssh" else None
+    if scheduler is not None and getattr(scheduler, "name", "") != via:
         console.print(
-            f"[red]error[/]: --via slurm needs the Slurm pool manager; {safe(spec)}'s is "
+            f"[red]error[/]: --via {safe(via)} needs the {safe(via)} pool manager; {safe(spec)}'s is "
             f"{safe(getattr(scheduler, 'name', 'none'))} (pools.*.manager): drift over SSH (--via ssh)"
         )
         return int(ExitCode.BAD_INPUT)
@@ -154,9 +154,10 @@ def _check_and_validate(
     env: dict[str, str] | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     step_hosts: list[str] | None = None,
+    scheduler: Any | None = None,
 ) -> None:
-    """The quick validators on every host (`step_hosts`: as one Slurm job step, with their applied-state
-    reads), the applied-state read of the `fast` hosts and the check run of
+    """The quick validators on every host (`step_hosts`: run by the nodes themselves through `scheduler`'s
+    engine, with their applied-state reads), the applied-state read of the `fast` hosts and the check run of
     the `deep_hosts`, side by side: all only read the nodes, and the check run (one Ansible controller
     process, mostly one core) leaves CPU for the SSH sessions. A fast host found changed is then run
     through the check as well, so that each difference is named by the task that manages it."""
@@ -176,7 +177,9 @@ def _check_and_validate(
             {h: fast[h].get("managed") or {} for h in fast if h not in stepped},
         )
         step = (
-            pool.submit(_step, plan_doc, inventory, [h for h in hosts if h in stepped], fast, env, cancel)
+            pool.submit(
+                _step, scheduler, plan_doc, inventory, [h for h in hosts if h in stepped], fast, env, cancel
+            )
             if stepped
             else None
         )
@@ -205,6 +208,7 @@ def _check_and_validate(
 
 
 def _step(
+    scheduler: Any,
     plan_doc: dict[str, Any],
     inventory: Path,
     hosts: list[str],
@@ -212,11 +216,12 @@ def _step(
     env: dict[str, str] | None,
     cancel: threading.Event,
 ) -> StepAnswer:
-    """The quick validators and the fast hosts' applied-state reads as one Slurm job step."""
+    """The quick validators and the fast hosts' applied-state reads, run by the nodes themselves through
+    the pool's engine (one Slurm job step, or a Kubernetes Job per node)."""
     workdir = Path(tempfile.mkdtemp(prefix="cf-drift-step-"))
     try:
-        return run_step(
-            plan_doc, inventory, hosts, TIER_MARKERS["quick"], workdir, DEADLINE_S["quick"],
+        return node_side(
+            scheduler, plan_doc, inventory, hosts, workdir,
             states={h: fast[h].get("managed") or {} for h in hosts if h in fast}, env=env, cancel=cancel,
         )  # fmt: skip
     finally:
@@ -272,8 +277,9 @@ def drift(
     modules) with the quick validators, merged per node; the check run (site.yml --check --diff) for the
     nodes whose applied state is unknown or of another plan, for those found changed, and for all with
     `deep` (or `extra_vars`, which change what is applied). `env`: the target's; with `console`, the
-    progress on it (per host, or summary lines); with a Slurm `scheduler` (pool manager), the validators
-    and the applied-state reads of the nodes it can run a step on are one Slurm job step (--via slurm)."""
+    progress on it (per host, or summary lines); with a `scheduler` (the Slurm or Kubernetes pool manager),
+    the validators and applied-state reads of the nodes it can run work on are run by the nodes themselves
+    (--via slurm: one job step; --via kubernetes: one Job per node)."""
     planned = [n["name"] for n in plan_doc["nodes"]]
     hosts = select(plan_order(resolve_hosts(inventory, limit), plan_doc), shard)
     forks = forks or forks_for(len(hosts))
@@ -293,14 +299,14 @@ def drift(
     args = (report, plan_doc, inventory, hosts, deep_hosts, fast, forks, validators, extra_vars, env)
     step_hosts = split_by_scheduler(scheduler, hosts, console)[0] if scheduler is not None else None
     if console is None:
-        _check_and_validate(*args, step_hosts=step_hosts)
+        _check_and_validate(*args, step_hosts=step_hosts, scheduler=scheduler)
     else:
         with Progress(console, hosts, label="drift check run") as progress:
             progress.phase(
                 f"drift: {len(fast)} nodes against their applied state, {len(deep_hosts)} by site.yml "
                 f"--check --diff; the quick validators on {len(hosts)}"
             )
-            _check_and_validate(*args, progress.event, step_hosts=step_hosts)
+            _check_and_validate(*args, progress.event, step_hosts=step_hosts, scheduler=scheduler)
     reachable = [h for h in hosts if h not in report.unreachable]
     certificate_drift(report, plan_doc, reachable)
     for h in report.unreachable:

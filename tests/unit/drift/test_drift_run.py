@@ -202,7 +202,9 @@ def test_via_slurm_the_step_reads_its_nodes_and_ssh_the_others(monkeypatch: pyte
         ssh_checks.append(list(hosts))
         return {}
 
-    def fake_step(plan_doc: Any, inv: Any, hosts: list[str], fast: Any, env: Any, cancel: Any) -> StepAnswer:
+    def fake_step(
+        scheduler: Any, plan_doc: Any, inv: Any, hosts: list[str], fast: Any, env: Any, cancel: Any
+    ) -> StepAnswer:
         stepped.append((list(hosts), sorted(h for h in hosts if h in fast)))
         bad = CheckResult("n2", "os.sysctl", "fail", "m", expected="1", found="60", fix="f")
         return StepAnswer(

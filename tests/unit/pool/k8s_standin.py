@@ -6,6 +6,12 @@ client's models describe it (`V1Node`, `V1ObjectMeta`, `V1NodeSpec`, `V1Taint`, 
 checks label and taint syntax (422), honours `metadata.resourceVersion` as a precondition (409), refuses
 JSON-patch content (415), applies the patch (maps merge, null deletes, lists replace — `spec.taints` has no
 patch strategy in the Node API) and records every request.
+
+For the node checker's Jobs (`clusterforge.certify.k8s_jobs`) it also takes namespaced ConfigMaps and
+Jobs (POST, checked against `V1ConfigMap` / `V1Job`; DELETE), lists pods by label selector and serves a
+pod's log. A Job's pod is "run" by `StandIn.kubelet` (a test's function: pod, ConfigMaps -> phase, log);
+without one it stays Pending. The stand-in's kubelet runs no container and enters no namespace: what it
+checks is the API conversation and the manifests, not the container's shell line.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ import copy
 import json
 import re
 import threading
-from collections.abc import Iterator
+import urllib.parse
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -124,6 +131,23 @@ class StandIn:
     requests: list[dict[str, Any]] = field(default_factory=list)
     conflicts: int = 0  # answer this many PATCHes with 409 (a concurrent writer)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    configmaps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pods: dict[str, dict[str, Any]] = field(default_factory=dict)
+    logs: dict[str, str] = field(default_factory=dict)
+    refuse_jobs_on: set[str] = field(default_factory=set)  # nodeNames whose Job POST is answered 403
+    kubelet: Callable[[dict[str, Any], dict[str, dict[str, Any]]], tuple[str, str]] | None = None
+
+    def run_pod(self, name: str) -> None:
+        """The kubelet's part, in its own thread: the pod runs, its phase and log are set."""
+        if self.kubelet is None:
+            return
+        with self.lock:
+            pod, cms = copy.deepcopy(self.pods[name]), copy.deepcopy(self.configmaps)
+        phase, log = self.kubelet(pod, cms)
+        with self.lock:
+            self.pods[name]["status"] = {"phase": phase}
+            self.logs[name] = log
 
     def api(self) -> Any:
         cfg = kc.Configuration(host=self.url)
@@ -163,9 +187,102 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
             m = re.match(r"^/api/v1/nodes/([^/?]+)", self.path)
             return m.group(1) if m else None
 
+        def _body(self) -> Any:
+            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            try:
+                return json.loads(raw)
+            except json.JSONDecodeError:
+                return None
+
+        def do_POST(self) -> None:
+            body = self._body()
+            m = re.match(
+                r"^/api(?:s/batch)?/v1/namespaces/([^/]+)/(jobs|configmaps)$", self.path.split("?")[0]
+            )
+            with state.lock:
+                state.requests.append({"method": "POST", "path": self.path, "body": body})
+                if m is None or not isinstance(body, dict):
+                    self._status(404, "NotFound", f"no such collection: {self.path}")
+                    return
+                kind = m.group(2)
+                model = "V1Job" if kind == "jobs" else "V1ConfigMap"
+                errors = schema_errors(body, model, kind) + semantic_errors(body)
+                name = (body.get("metadata") or {}).get("name", "")
+                if not re.match(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", name):
+                    errors.append(f"metadata.name {name!r}: not a DNS-1123 label")
+                if errors:
+                    self._status(422, "Invalid", "; ".join(errors))
+                    return
+                store = state.jobs if kind == "jobs" else state.configmaps
+                if name in store:
+                    self._status(409, "AlreadyExists", f'{kind} "{name}" already exists')
+                    return
+                pod_spec = ((body.get("spec") or {}).get("template") or {}).get("spec") or {}
+                if kind == "jobs" and pod_spec.get("nodeName") in state.refuse_jobs_on:
+                    self._status(403, "Forbidden", "jobs is forbidden")
+                    return
+                store[name] = body
+                pod_name = ""
+                if kind == "jobs":
+                    template = body["spec"]["template"]
+                    labels = {**(template.get("metadata") or {}).get("labels", {}), "job-name": name}
+                    pod_name = f"{name}-x7k2p"
+                    state.pods[pod_name] = {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {"name": pod_name, "namespace": m.group(1), "labels": labels},
+                        "spec": template["spec"],
+                        "status": {"phase": "Pending"},
+                    }
+                self._send(201, body)
+            if pod_name:
+                threading.Thread(target=state.run_pod, args=(pod_name,), daemon=True).start()
+
+        def do_DELETE(self) -> None:
+            m = re.match(r"^/api(?:s/batch)?/v1/namespaces/([^/]+)/(jobs|configmaps)/([^/?]+)", self.path)
+            with state.lock:
+                state.requests.append({"method": "DELETE", "path": self.path})
+                store = state.jobs if m and m.group(2) == "jobs" else state.configmaps
+                if m is None or m.group(3) not in store:
+                    self._status(404, "NotFound", f"not found: {self.path}")
+                    return
+                del store[m.group(3)]
+                if m.group(2) == "jobs":
+                    for pod in [
+                        p
+                        for p, d in state.pods.items()
+                        if d["metadata"]["labels"].get("job-name") == m.group(3)
+                    ]:
+                        state.pods.pop(pod)
+                self._send(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+
+        def _text(self, text: str) -> None:
+            data = text.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def do_GET(self) -> None:
             with state.lock:
                 state.requests.append({"method": "GET", "path": self.path})
+                path, _, query = self.path.partition("?")
+                if m := re.match(r"^/api/v1/namespaces/[^/]+/pods/([^/]+)/log$", path):
+                    if m.group(1) not in state.pods:
+                        self._status(404, "NotFound", f'pods "{m.group(1)}" not found')
+                    else:
+                        self._text(state.logs.get(m.group(1), ""))
+                    return
+                if re.match(r"^/api/v1/namespaces/[^/]+/pods$", path):
+                    params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+                    want = urllib.parse.unquote(params.get("labelSelector", ""))
+                    key, _, value = want.partition("=")
+                    items = [
+                        p for p in state.pods.values() if not key or p["metadata"]["labels"].get(key) == value
+                    ]
+                    self._send(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
+                    return
                 if self.path.split("?")[0] == "/api/v1/nodes":
                     items = list(state.nodes.values())
                     self._send(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": items})
