@@ -169,7 +169,7 @@ def run_jobs(
                 except Exception as exc:  # an API refusal is this node's error, not the run's end
                     _no_answer(answer, node, f"not started: {_why(exc)}", states, fix)
             logs = _wait(core, namespace, run_id, pending, deadline_s, cancel, poll_s)
-            bmc, bmc_note = here.result()
+            bmc, bmc_notes = here.result()
     finally:
         for name in created:
             _delete(core, batch, namespace, name)
@@ -189,8 +189,8 @@ def run_jobs(
             _no_answer(answer, node, why, states, fix)
     for node, res in answer.results.items():
         res.checks += bmc.get(node, [])
-        if bmc_note:
-            res.complete, res.note = False, f"incomplete: {bmc_note}"
+        if node in bmc_notes:
+            res.complete, res.note = False, f"incomplete: {bmc_notes[node]}"
     answer.results = {n: answer.results[n] for n in nodes if n in answer.results}
     return answer
 

@@ -243,12 +243,12 @@ def run_step(
             deadline_s, env, cancel,
         )  # fmt: skip
         _steps(job, groups, progress, answer)
-        bmc, bmc_note = here.result()
+        bmc, bmc_notes = here.result()
     for node, res in out.items():
         if node in bmc:
             res.checks += bmc[node]
-        if bmc_note and node in groups_members(groups):
-            res.complete, res.note = False, f"incomplete: {bmc_note}"
+        if node in bmc_notes:
+            res.complete, res.note = False, f"incomplete: {bmc_notes[node]}"
         res.seconds = time.monotonic() - start
         if progress:
             progress(node, "done", {"verdict": res.verdict, "status": res.status_word})
@@ -256,8 +256,10 @@ def run_step(
     return answer
 
 
-def groups_members(groups: Mapping[str, list[str]]) -> set[str]:
-    return {n for members in groups.values() for n in members}
+#: the BMC checks run here in processes of this many nodes, this many at once: each check is a Redfish
+#: round trip (I/O), so thousands of nodes are not one long serial run
+BMC_CHUNK = 256
+BMC_PARALLEL = 8
 
 
 def controller_checks(
@@ -268,12 +270,33 @@ def controller_checks(
     deadline_s: float,
     env: Mapping[str, str] | None,
     cancel: threading.Event | None,
-) -> tuple[dict[str, list[CheckResult]], str]:
-    """The `bmc` checks of `marker` for every node, from here, one pytest process (no SSH: they read the
-    BMCs); (results per node, why the run is incomplete or '')."""
-    if not nodes:
-        return {}, ""
-    results = workdir / "controller-bmc.jsonl"
+) -> tuple[dict[str, list[CheckResult]], dict[str, str]]:
+    """The `bmc` checks of `marker` for every node, from here (no SSH: they read the BMCs), one pytest
+    process per BMC_CHUNK nodes; (results per node, why a node's part of them is incomplete)."""
+    chunks = [nodes[i : i + BMC_CHUNK] for i in range(0, len(nodes), BMC_CHUNK)]
+    out: dict[str, list[CheckResult]] = {}
+    notes: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=max(1, min(BMC_PARALLEL, len(chunks)))) as ex:
+        done = ex.map(
+            lambda ic: _bmc_chunk(inventory, ic[1], marker, workdir / f"controller-bmc-{ic[0]}.jsonl",
+                                  deadline_s, env, cancel),
+            enumerate(chunks),
+        )  # fmt: skip
+        for got, note, members in done:
+            out.update(got)
+            notes.update(dict.fromkeys(members, note) if note else {})
+    return out, notes
+
+
+def _bmc_chunk(
+    inventory: Path,
+    nodes: list[str],
+    marker: str,
+    results: Path,
+    deadline_s: float,
+    env: Mapping[str, str] | None,
+    cancel: threading.Event | None,
+) -> tuple[dict[str, list[CheckResult]], str, list[str]]:
     argv = [
         sys.executable, "-m", "pytest", str(assets.validators()), "-m", f"({marker}) and {BMC}",
         "--plan", str(inventory / "plan.json"), "--hosts", ",".join(f"ssh://{n}" for n in nodes),
@@ -295,10 +318,11 @@ def controller_checks(
         elif rec.get("kind") == "check" and rec.get("node") in nodes:
             out.setdefault(str(rec["node"]), []).append(CheckResult.from_record(rec))
     if run.killed:
-        return out, f"the BMC checks run here: {run.killed}"
+        return out, f"the BMC checks run here: {run.killed}", nodes
     if not ended:
-        return out, f"the BMC checks run here ended early (exit {run.proc.returncode if run.proc else '?'})"
-    return out, ""
+        code = run.proc.returncode if run.proc else "?"
+        return out, f"the BMC checks run here ended early (exit {code})", nodes
+    return out, "", nodes
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ def test_a_step_over_two_nodes_answers_as_the_ssh_runs_do(tmp_path: Path) -> Non
         assert not [c for c in r.checks if c.check_id.startswith("bios.")]  # controller-only
     # the BMC checks never go to a node (its account stays here): the node runs the rest, this process them
     assert json.loads((tmp_path / "work" / "slurm-job-0.json").read_text())["marker"] == "(quick) and not bmc"
-    ran_here = (tmp_path / "work" / "controller-bmc.jsonl").read_text()
+    ran_here = (tmp_path / "work" / "controller-bmc-0.jsonl").read_text()
     assert '"kind": "end"' in ran_here
     # the same verdicts as the validators run from the controller against the same machine
     direct = tmp_path / "direct.jsonl"
@@ -219,3 +219,19 @@ def test_the_program_is_the_same_bytes_every_build_and_leaves_the_bios_validator
     assert not [n for n in names if n.startswith("clusterforge/_assets/") or "__pycache__" in n]
     assert any(n.startswith("_pytest/") for n in names) and any(n.startswith("testinfra/") for n in names)
     shutil.rmtree(tmp_path / "a")
+
+
+def test_the_bmc_checks_run_here_in_chunks_side_by_side(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterforge.certify import slurm_step
+
+    doc, inv, _ = _setup(tmp_path)
+    nodes = [n["name"] for n in doc["nodes"][:3]]
+    monkeypatch.setattr(slurm_step, "BMC_CHUNK", 2)
+    (tmp_path / "w").mkdir()
+    got, notes = slurm_step.controller_checks(inv, nodes, "quick", tmp_path / "w", 120, None, None)
+    assert notes == {}
+    for i in (0, 1):  # one pytest process per chunk, each to its end
+        assert '"kind": "end"' in (tmp_path / "w" / f"controller-bmc-{i}.jsonl").read_text()
+    assert set(got) <= set(nodes)
