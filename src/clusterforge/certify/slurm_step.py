@@ -18,6 +18,7 @@ node) run here instead, in one pytest process for all the step's nodes, beside t
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import signal
@@ -340,38 +341,59 @@ class Job:
     srun: str
 
 
+#: nodes per `srun`: the job document (~14 KB per node plus the plan's common part, gzip'd ~10x) is
+#: broadcast to every task of a step, so one step over thousands of nodes would send each node everyone's
+#: entries; steps of this many nodes, this many at once, keep that to a few MB per node
+STEP_NODES = 128
+STEP_PARALLEL = 4
+
+
 def _steps(job: Job, groups: Mapping[str, list[str]], progress: Progress | None, answer: StepAnswer) -> None:
-    """One step per checker path (one, unless nodes' desired states differ), its answers into `answer`."""
-    on_node = f"({job.marker}) and not {BMC}"
-    for i, (checker, members) in enumerate(sorted(groups.items())):
+    """Steps of at most STEP_NODES nodes sharing a checker path, STEP_PARALLEL at once; answers into
+    `answer` (written here, in this thread only)."""
+    chunks = [
+        (checker, members[i : i + STEP_NODES])
+        for checker, members in sorted(groups.items())
+        for i in range(0, len(members), STEP_NODES)
+    ]
+    for _, members in chunks:
         for node in members:
             if progress:
                 progress(node, "connect", {})
-        path = job.workdir / f"slurm-job-{i}.json"
-        path.write_bytes(job_document(job.plan_doc, job.inventory, members, on_node, job.states))
-        so, se = job.workdir / f"slurm-step-{i}.out", job.workdir / f"slurm-step-{i}.err"
-        argv = srun_argv(members, checker, job.srun)
-        code, stopped = _run(argv, path, so, se, job.deadline_s, job.cancel, job.env)
-        answers, broken = decode(so.read_text(encoding="utf-8", errors="replace").splitlines())
-        for node in members:
-            if node in answers:
-                res, state, state_error = read_answer(job.workdir / f"{node}.jsonl", node, answers[node])
-                if stopped and not res.complete:
-                    res.note = f"incomplete: {stopped}"
+    with ThreadPoolExecutor(max_workers=max(1, min(STEP_PARALLEL, len(chunks)))) as ex:
+        done = list(ex.map(lambda ic: _one_step(job, ic[0], *ic[1]), enumerate(chunks)))
+    for part in done:
+        answer.results.update(part.results)
+        answer.states.update(part.states)
+        answer.state_errors.update(part.state_errors)
+
+
+def _one_step(job: Job, i: int, checker: str, members: list[str]) -> StepAnswer:
+    part = StepAnswer()
+    on_node = f"({job.marker}) and not {BMC}"
+    path = job.workdir / f"slurm-job-{i}.json.gz"
+    doc = job_document(job.plan_doc, job.inventory, members, on_node, job.states)
+    path.write_bytes(gzip.compress(doc, compresslevel=6, mtime=0))
+    so, se = job.workdir / f"slurm-step-{i}.out", job.workdir / f"slurm-step-{i}.err"
+    argv = srun_argv(members, checker, job.srun)
+    code, stopped = _run(argv, path, so, se, job.deadline_s, job.cancel, job.env)
+    answers, broken = decode(so.read_text(encoding="utf-8", errors="replace").splitlines())
+    for node in members:
+        if node in answers:
+            res, state, state_error = read_answer(job.workdir / f"{node}.jsonl", node, answers[node])
+            if stopped and not res.complete:
+                res.note = f"incomplete: {stopped}"
+        else:
+            why = broken.get(node) or stopped or f"no answer (srun exit {code}: {_tail(se) or 'no message'})"
+            res, state = step_error(node, why), None
+            state_error = f"not answered in the Slurm step: {why}"
+        part.results[node] = res
+        if node in job.states:
+            if state is not None:
+                part.states[node] = state
             else:
-                why = (
-                    broken.get(node)
-                    or stopped
-                    or (f"no answer (srun exit {code}: {_tail(se) or 'no message'})")
-                )
-                res, state = step_error(node, why), None
-                state_error = f"not answered in the Slurm step: {why}"
-            answer.results[node] = res
-            if node in job.states:
-                if state is not None:
-                    answer.states[node] = state
-                else:
-                    answer.state_errors[node] = state_error or "the node checker sent no applied-state read"
+                part.state_errors[node] = state_error or "the node checker sent no applied-state read"
+    return part
 
 
 def read_answer(

@@ -22,6 +22,7 @@ itself (testinfra's local backend: no SSH) and answers with the validators' JSON
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import shutil
@@ -79,10 +80,13 @@ def _quiet(log: Path) -> Iterator[None]:
 
 
 def _job(text: bytes, node: str) -> dict[str, object]:
-    """The job document, checked for what this program reads; ValueError naming what is wrong."""
+    """The job document (JSON, gzip'd or not), checked for what this program reads; ValueError naming what
+    is wrong."""
     try:
+        if text[:2] == b"\x1f\x8b":  # gzip's magic: the Slurm step compresses what it broadcasts
+            text = gzip.decompress(text)
         job = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
         raise ValueError(f"the job on stdin is not JSON: {exc}") from None
     if not isinstance(job, dict) or job.get("version") != JOB_VERSION:
         found = job.get("version") if isinstance(job, dict) else type(job).__name__

@@ -5,6 +5,7 @@ node by a stand-in `srun` that does what slurmd does for a step (start the comma
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -96,7 +97,8 @@ def test_a_step_over_two_nodes_answers_as_the_ssh_runs_do(tmp_path: Path) -> Non
         assert not [c for c in r.checks if "No module named" in c.message], r.checks[:3]
         assert not [c for c in r.checks if c.check_id.startswith("bios.")]  # controller-only
     # the BMC checks never go to a node (its account stays here): the node runs the rest, this process them
-    assert json.loads((tmp_path / "work" / "slurm-job-0.json").read_text())["marker"] == "(quick) and not bmc"
+    sent = gzip.decompress((tmp_path / "work" / "slurm-job-0.json.gz").read_bytes())
+    assert json.loads(sent)["marker"] == "(quick) and not bmc"
     ran_here = (tmp_path / "work" / "controller-bmc-0.jsonl").read_text()
     assert '"kind": "end"' in ran_here
     # the same verdicts as the validators run from the controller against the same machine
@@ -189,6 +191,22 @@ def test_srun_gets_where_its_controller_is_and_no_other_value_of_the_target(tmp_
     seen = json.loads((tmp_path / "srun-env.json").read_text())
     assert seen["SLURM_CONF"] == "/etc/lab/slurm.conf"
     assert "not-for-nodes" not in json.dumps(seen)
+
+
+def test_many_nodes_are_steps_of_step_nodes_each_sent_only_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterforge.certify import slurm_step
+
+    doc, inv, srun = _setup(tmp_path)
+    nodes = [n["name"] for n in doc["nodes"][:3]]
+    monkeypatch.setattr(slurm_step, "STEP_NODES", 2)
+    res = certify_step(doc, inv, nodes, "quick", tmp_path / "w", 300, srun=str(srun))
+    assert list(res) == nodes and all(r.complete for r in res.values())
+    sent = [
+        json.loads(gzip.decompress((tmp_path / "w" / f"slurm-job-{i}.json.gz").read_bytes())) for i in (0, 1)
+    ]
+    assert [[n["name"] for n in s["plan"]["nodes"]] for s in sent] == [nodes[:2], nodes[2:]]
 
 
 def test_srun_missing_is_an_error_per_node(tmp_path: Path) -> None:
