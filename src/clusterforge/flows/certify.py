@@ -51,7 +51,8 @@ class Outputs:
     jobs: int | None = None
     fmt: str = "text"  # --format: text (the table only) | json | junit, to `output` or stdout
     output: Path | None = None
-    via: str = "ssh"  # ssh: pytest per node from here | slurm: one Slurm job step, each node checks itself
+    # ssh: pytest per node from here | slurm / kubernetes: each node checks itself (a job step / a Job each)
+    via: str = "ssh"
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -170,19 +171,19 @@ def split_by_scheduler(
     when it does not answer), in `names`' order; said on `console`."""
     try:
         states = scheduler.status(names)
-    except ClusterforgeError as exc:  # the Slurm controller does not answer: the nodes are still checked
+    except ClusterforgeError as exc:  # slurmctld / the API server does not answer: still checked, over SSH
         if console is not None:
             console.print(f"[yellow]{scheduler.name}[/]: {safe(exc)}: every node over SSH", highlight=False)
         states = {}
-    in_slurm = [n for n in names if n in states and states[n].state not in ("unknown", "down")]
-    by_ssh = [n for n in names if n not in in_slurm]
+    runnable = [n for n in names if n in states and states[n].state not in ("unknown", "down")]
+    by_ssh = [n for n in names if n not in runnable]
     if console is not None:
         engine = "a Slurm job step" if scheduler.name == "slurm" else "Kubernetes Jobs"
         console.print(
-            f"[bold]»[/] {len(in_slurm)} node(s) through {engine}, {len(by_ssh)} over SSH"
+            f"[bold]»[/] {len(runnable)} node(s) through {engine}, {len(by_ssh)} over SSH"
             + (f" ({safe(', '.join(by_ssh))})" if by_ssh else "")
         )
-    return in_slurm, by_ssh
+    return runnable, by_ssh
 
 
 def node_side(
