@@ -5,14 +5,14 @@ their answers from the step's stdout and judges them exactly as it judges its ow
 the job (the plan cut to these nodes and each node's role knobs, `clusterforge.remote.checker_node`)
 broadcast on stdin, each node's validator records framed on stdout (`clusterforge.remote.frames`).
 `-Z` runs the step without a job allocation (root or SlurmUser only), so drained nodes are checked too,
-as burn-in's steps are. The controller's cost is one `srun` and the decoding, whatever the node count;
-each node pays its own check (~2.6 CPU-s on a real H100 node, bench/README.md).
+as burn-in's steps are. Steps of at most STEP_NODES nodes, the job gzip'd. The controller's cost is the
+`srun`s and the decoding; each node pays its own check (~2.6 CPU-s on a real H100 node, bench/README.md).
 
 A node that does not answer — its slurmd is down, the checker is not installed, the step is cut short —
 gets one `slurm.step` error naming why, never a verdict on its settings.
 
 The checks that read the node's BMC (marker `bmc`: Redfish with the BMC account, which never goes to a
-node) run here instead, in one pytest process for all the step's nodes, beside the step.
+node) run here instead, one pytest process per BMC_CHUNK nodes, beside the steps.
 """
 
 from __future__ import annotations
