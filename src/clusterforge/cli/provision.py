@@ -48,6 +48,21 @@ def provision(
         ),
     ] = None,
     extra_vars: ExtraVarsOpt = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="run site.yml on every selected node (default: nodes a read finds as their last provision "
+            "left them, with every quick check passing, are left alone)",
+        ),
+    ] = False,
+    via: Annotated[
+        str,
+        typer.Option(
+            help="how that read runs: ssh, or through the pool's engine (slurm: one job step; kubernetes: "
+            "a Job per node) as `clusterforge drift --via`"
+        ),
+    ] = "ssh",
 ) -> None:
     """Configure every node of SPEC to the declared state (site.yml, rolling, drain → reboot → resume)."""
     from clusterforge.flows.provision import provision_flow
@@ -68,6 +83,8 @@ def provision(
         ),
         console,
         inventory,
+        full=full,
+        via=via,
     )
     if rc == 0 and certify and not check:
         from clusterforge.flows.certify import certify_flow

@@ -76,11 +76,15 @@ def _text(value: Any) -> str:
 
 
 def fast_or_deep(
-    plan_doc: Mapping[str, Any], applied: Mapping[str, Mapping[str, Any] | None], version: str
+    plan_doc: Mapping[str, Any],
+    applied: Mapping[str, Mapping[str, Any] | None],
+    version: str,
+    inputs: str | None = None,
 ) -> Plan:
     """Split the nodes of `applied` (node -> its applied state, None when unknown): fast when the applied
-    state is of this plan and this clusterforge version; deep otherwise, with the reason; a node whose
-    desired state changed since is also behind the plan (its items name every changed setting)."""
+    state is of this plan and this clusterforge version (and, given `inputs`, was applied by these roles
+    with this inventory: `clusterforge.run.inputs`); deep otherwise, with the reason; a node whose desired
+    state changed since is also behind the plan (its items name every changed setting)."""
     from clusterforge.plan.digest import sha256_of
 
     desired = {n["name"]: n.get("desired") or {} for n in plan_doc["nodes"]}
@@ -99,6 +103,11 @@ def fast_or_deep(
             deep[node] = f"provisioned under plan {str(rec.get('plan_hash'))[:12]}, the plan is now another"
         elif rec.get("version") != version:
             deep[node] = f"provisioned by clusterforge {rec.get('version')}, this is {version}"
+        elif inputs is not None and rec.get("inputs_sha256") != inputs:
+            deep[node] = (
+                "provisioned with other roles or another inventory (digest "
+                f"{str(rec.get('inputs_sha256') or 'not recorded')[:12]}, now {inputs[:12]})"
+            )
         else:
             fast[node] = dict(rec)
     return Plan(fast, deep, behind)

@@ -29,6 +29,10 @@ class DriftReport:
     errors: list[str] = field(default_factory=list)  # the tool could not check something
     #: node -> why its drift ran the deep check (site.yml --check --diff); the others were read fast
     deep: dict[str, str] = field(default_factory=dict)
+    #: what was read, as evidence (not reported): the nodes whose live state was compared with their applied
+    #: state, and per node how many quick-validator results came back
+    compared: list[str] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)
 
     def by_node(self) -> dict[str, list[DriftItem]]:
         out: dict[str, list[DriftItem]] = {n: [] for n in self.nodes}

@@ -12,6 +12,7 @@ def add_validator_items(report: DriftReport, results: dict[str, list[Any]]) -> N
     """Merge quick-tier results: a failed check is a drift item; a check that could not run is a tool
     error, unless the check run already found the node unreachable (reported once, as reachability)."""
     for node, checks in results.items():
+        report.checked[node] = report.checked.get(node, 0) + len(checks)
         for c in checks:
             if c.status == "fail":
                 report.items.append(

@@ -26,11 +26,12 @@ from clusterforge.drift.run import add_validator_items, certificate_drift
 from clusterforge.errors import ExitCode
 from clusterforge.flows.certify import VIA, certify_flow, node_side, split_by_scheduler
 from clusterforge.flows.plan import load_plan
-from clusterforge.flows.provision import print_report
+from clusterforge.flows.provision_report import print_report
 from clusterforge.records.outcomes import recorded_run
 from clusterforge.remote.inventory import plan_order, resolve_hosts
 from clusterforge.remote.node_state import StateRead, read_states
 from clusterforge.run.ansible import run_playbook, strategy_env
+from clusterforge.run.inputs import inputs_digest
 from clusterforge.run.progress import Progress
 from clusterforge.run.provision import Options, provision_recorded
 from clusterforge.run.shard import forks_for, select
@@ -155,12 +156,14 @@ def _check_and_validate(
     on_event: Callable[[dict[str, Any]], None] | None = None,
     step_hosts: list[str] | None = None,
     scheduler: Any | None = None,
+    check_run: bool = True,
 ) -> None:
     """The quick validators on every host (`step_hosts`: run by the nodes themselves through `scheduler`'s
     engine, with their applied-state reads), the applied-state read of the `fast` hosts and the check run of
     the `deep_hosts`, side by side: all only read the nodes, and the check run (one Ansible controller
     process, mostly one core) leaves CPU for the SSH sessions. A fast host found changed is then run
-    through the check as well, so that each difference is named by the task that manages it."""
+    through the check as well, so that each difference is named by the task that manages it. Without
+    `check_run` (provision's read: `clusterforge.flows.converged`) no check run: only the reads."""
     cancel = threading.Event()
     stepped = set(step_hosts or ()) if validators else set()  # the step runs the validators: none without
     by_ssh = [h for h in hosts if h not in stepped]
@@ -186,14 +189,14 @@ def _check_and_validate(
         try:
             # env: the target's (the lab BMCs' account for the bios role); run in this (main) thread, which
             # owns signal handling
-            if deep_hosts:
+            if deep_hosts and check_run:
                 ansible_drift(report, inventory, deep_hosts, forks, env, extra_vars, on_event)
             reads = states.result()
             answer = step.result() if step is not None else None
             if answer is not None:
                 reads.update(_step_reads(answer, [h for h in fast if h in stepped]))
             changed = _compare_applied(report, fast, reads)
-            if changed:
+            if changed and check_run:
                 report.deep.update(
                     {h: "changed since its provision: the check names each difference" for h in changed}
                 )
@@ -253,6 +256,7 @@ def _compare_applied(
                 report.errors.append(f"{host}: applied-state read failed: {why}")
             continue
         report.errors += [f"{host}: applied-state read: {e}" for e in read.state.get("errors", [])]
+        report.compared.append(host)
         items = compare(host, rec, read.state)
         if items:
             report.items += items
@@ -272,6 +276,7 @@ def drift(
     console: Console | None = None,
     deep: bool = False,
     scheduler: Any | None = None,
+    check_run: bool = True,
 ) -> DriftReport:
     """Each node read against its applied state (what its last provision left: files, packages, services,
     modules) with the quick validators, merged per node; the check run (site.yml --check --diff) for the
@@ -279,7 +284,8 @@ def drift(
     `deep` (or `extra_vars`, which change what is applied). `env`: the target's; with `console`, the
     progress on it (per host, or summary lines); with a `scheduler` (the Slurm or Kubernetes pool manager),
     the validators and applied-state reads of the nodes it can run work on are run by the nodes themselves
-    (--via slurm: one job step; --via kubernetes: one Job per node)."""
+    (--via slurm: one job step; --via kubernetes: one Job per node). Without `check_run`, only the reads:
+    the deep nodes are named in `report.deep` and not checked (what provision's read wants to know)."""
     planned = [n["name"] for n in plan_doc["nodes"]]
     hosts = select(plan_order(resolve_hosts(inventory, limit), plan_doc), shard)
     forks = forks or forks_for(len(hosts))
@@ -292,21 +298,31 @@ def drift(
         fast: dict[str, dict[str, Any]] = {}
         report.deep = dict.fromkeys(hosts, why)
     else:
-        split = fast_or_deep(plan_doc, _latest_applied(plan_doc["cluster"], hosts), __version__)
+        applied = _latest_applied(plan_doc["cluster"], hosts)
+        split = fast_or_deep(plan_doc, applied, __version__, inputs_digest(inventory))
         fast, report.deep = split.fast, dict(split.deep)
         report.items += split.behind
     deep_hosts = [h for h in hosts if h in report.deep]
-    args = (report, plan_doc, inventory, hosts, deep_hosts, fast, forks, validators, extra_vars, env)
-    step_hosts = split_by_scheduler(scheduler, hosts, console)[0] if scheduler is not None else None
+    # without the check run the deep nodes are only named: their reads could tell nothing of use
+    read = hosts if check_run else [h for h in hosts if h in fast]
+    if not read and not check_run:
+        return report
+    args = (report, plan_doc, inventory, read, deep_hosts, fast, forks, validators, extra_vars, env)
+    step_hosts = split_by_scheduler(scheduler, read, console)[0] if scheduler is not None else None
     if console is None:
-        _check_and_validate(*args, step_hosts=step_hosts, scheduler=scheduler)
+        _check_and_validate(*args, step_hosts=step_hosts, scheduler=scheduler, check_run=check_run)
     else:
         with Progress(console, hosts, label="drift check run") as progress:
             progress.phase(
                 f"drift: {len(fast)} nodes against their applied state, {len(deep_hosts)} by site.yml "
                 f"--check --diff; the quick validators on {len(hosts)}"
+                if check_run
+                else f"read: {len(fast)} nodes against their applied state and the quick validators; "
+                f"{len(deep_hosts)} with no usable applied state"
             )
-            _check_and_validate(*args, progress.event, step_hosts=step_hosts, scheduler=scheduler)
+            _check_and_validate(
+                *args, progress.event, step_hosts=step_hosts, scheduler=scheduler, check_run=check_run
+            )
     reachable = [h for h in hosts if h not in report.unreachable]
     certificate_drift(report, plan_doc, reachable)
     for h in report.unreachable:

@@ -122,11 +122,12 @@ def from_result(action: str, res: Mapping[str, Any]) -> Managed:
 
 
 def applied_state(
-    plan_doc: Mapping[str, Any], node: str, managed: Managed, state: Mapping[str, Any]
+    plan_doc: Mapping[str, Any], node: str, managed: Managed, state: Mapping[str, Any], inputs: str = ""
 ) -> dict[str, Any]:
     """A node's applied state as a provision run keeps it: what is managed, its state as read right after
     the node converged, and what it converged to (the plan, the node's desired state and its digest, the
-    clusterforge version whose roles applied it)."""
+    clusterforge version whose roles applied it, and `inputs`: the digest of those roles and the inventory,
+    `clusterforge.run.inputs`)."""
     from clusterforge import __version__
     from clusterforge.plan.digest import sha256_of
 
@@ -137,6 +138,7 @@ def applied_state(
         "desired_sha256": sha256_of(desired),
         "desired": desired,
         "version": __version__,
+        "inputs_sha256": inputs,
         "managed": managed.to_dict(),
         "state": {k: state.get(k, {}) for k in ("files", "packages", "services", "modules")},
     }

@@ -29,6 +29,7 @@ from clusterforge.remote.inventory import plan_order, resolve_hosts
 from clusterforge.remote.node_state import StateRead, read_states
 from clusterforge.run.ansible import HostResult, PlaybookResult, run_playbook
 from clusterforge.run.batches import OUT_OF_SERVICE, over_fail_limit, rollout_batches
+from clusterforge.run.inputs import inputs_digest
 from clusterforge.run.logs import PLAYBOOK_RAN, run_logs
 from clusterforge.run.managed import Managed, applied_state, reboot_differences
 from clusterforge.run.progress import Progress
@@ -60,6 +61,8 @@ class Options:
     #: after the reboot converge every role again (as rolling.yml does), not only those that asked for it
     converge_all_after_reboot: bool = False
     extra_vars: dict[str, Any] = field(default_factory=dict)  # --extra-vars: win over every inventory layer
+    #: node -> what a read found: converged, site.yml not run on it (`clusterforge.flows.converged`)
+    converged: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -226,10 +229,14 @@ def provision(
     report = ProvisionReport(
         run_id or uuid.uuid4().hex[:12], plan_doc["cluster"], plan_doc["plan_hash"], opts.check, time.time()
     )
-    hosts = plan_order(resolve_hosts(inventory, opts.limit), plan_doc)
+    selected = plan_order(resolve_hosts(inventory, opts.limit), plan_doc)
+    for h in selected:  # read as their last provision left them: left alone (never drained, never run)
+        if h in opts.converged:
+            report.hosts[h] = HostRecord(h, status="skipped", message=f"converged: {opts.converged[h]}")
+    hosts = [h for h in selected if h not in opts.converged]
     rollout = plan_doc["rollout"]
     env = dict(env or {})
-    groups = rollout_batches(hosts, rollout["serial"], out_of_service(pool, hosts))
+    groups = rollout_batches(hosts, rollout["serial"], out_of_service(pool, hosts)) if hosts else []
     logs = run_logs("provision", report.run_id)
     report.logs = str(logs)
     failed_total = 0
@@ -281,7 +288,7 @@ def provision(
                     f"{rollout['max_fail_percentage']}%: later batches not started"
                 )
                 break
-        if not opts.check and not opts.tags and not opts.extra_vars:  # -e: not the plan's state
+        if hosts and not opts.check and not opts.tags and not opts.extra_vars:  # -e: not the plan's state
             record_applied(report, plan_doc, inventory, progress)
     for h in hosts:
         stopped = report.aborted or report.tool_error
@@ -313,12 +320,13 @@ def record_applied(
     if progress is not None and todo_read:
         progress.phase(f"applied state: reading what site.yml manages on {len(todo_read)} nodes")
     reads = {**fresh, **(read_states(plan_doc, inventory, todo_read) if todo_read else {})}
+    inputs = inputs_digest(inventory)
     for name, read in reads.items():
         rec = report.hosts[name]
         if read.state is None:
             rec.applied_error = read.error
             continue
-        rec.applied = applied_state(plan_doc, name, todo[name], read.state)
+        rec.applied = applied_state(plan_doc, name, todo[name], read.state, inputs)
 
 
 def provision_recorded(

@@ -7,7 +7,10 @@ and restored by the next run, which reports exactly those tasks as changed.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ import pytest
 from clusterforge import targets
 from clusterforge.run.ansible import run_playbook
 from clusterforge.run.provision import Options, provision
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.lab
 
@@ -208,3 +212,47 @@ def test_hand_changes_are_named_by_check_diff_and_restored(provisioned_lab: Any)
             assert res.returncode != 0, f"{host}: still drifted after the run: {drifted}"
     finally:
         p.restore(*sorted({c[0] for c in changes}))
+
+
+def _provision_cli(p: Any, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """`clusterforge provision` on the lab's spec (the records database the lab's provision wrote), and
+    the run it recorded: node -> its outcome row."""
+    from clusterforge.records import Store
+
+    res = subprocess.run(
+        [sys.executable, "-m", "clusterforge.cli", "provision", str(p.spec), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=dict(os.environ, CLUSTERFORGE_DB=str(p.records_db), COLUMNS="200"),
+    )
+    with Store(p.records_db) as store:
+        run = store.runs(kind="provision", limit=1)[0]
+        return res, {n.node: n for n in store.node_outcomes(run.id)}
+
+
+def test_a_no_op_provision_reads_and_runs_site_yml_only_where_something_changed(provisioned_lab: Any) -> None:
+    """#20: nodes a read finds as their last provision left them (and passing every quick check) are left
+    alone — not run, not drained; a node with a declared setting changed by hand runs site.yml, which puts
+    it back; then every node reads converged again."""
+    p = provisioned_lab
+    p.restore()
+    name = next(n["name"] for n in p.doc["nodes"] if n["fabric_type"] == "roce")
+    want = node(p, name)["desired"]["sysctls"]["vm.swappiness"]
+    sh(p, name, "sysctl -q -w vm.swappiness=61")
+    try:
+        res, nodes = _provision_cli(p)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        others = sorted(set(p.nodes) - {name})
+        assert {n: nodes[n].outcome for n in others} == dict.fromkeys(others, "skipped"), nodes
+        assert all((nodes[n].message or "").startswith("converged: ") for n in others)
+        assert nodes[name].outcome == "changed" and nodes[name].changed >= 1, nodes[name]
+        assert sh(p, name, "sysctl -n vm.swappiness").strip() == want
+        assert "vm.swappiness" in res.stdout and f"site.yml on {name}" in res.stdout, res.stdout[-3000:]
+
+        again, nodes = _provision_cli(p)  # the changed node's new applied state is on record: all converged
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+        assert {n: o.outcome for n, o in nodes.items()} == dict.fromkeys(p.nodes, "skipped"), nodes
+    finally:
+        p.restore(name)

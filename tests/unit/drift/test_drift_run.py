@@ -109,8 +109,15 @@ def _fast_setup(
     from clusterforge.remote.node_state import StateRead
 
     ran: list[list[str]] = []
-    rec = {"plan_hash": "h", "desired_sha256": sha256_of({}), "desired": {}, "version": __version__}
+    rec = {
+        "plan_hash": "h",
+        "desired_sha256": sha256_of({}),
+        "desired": {},
+        "version": __version__,
+        "inputs_sha256": "roles+inventory",
+    }
     plan = {**PLAN, "nodes": [{"name": n, "desired": {}} for n in ("n1", "n2", "n3")]}
+    monkeypatch.setattr(drift_run, "inputs_digest", lambda inventory: "roles+inventory")
     monkeypatch.setattr(drift_run, "resolve_hosts", lambda inv, limit: ["n1", "n2", "n3"])
     monkeypatch.setattr(drift_run, "plan_order", lambda hosts, doc: hosts)
     monkeypatch.setattr(
@@ -152,6 +159,20 @@ def test_a_changed_node_is_named_and_explained_by_the_check_run(monkeypatch: pyt
     assert ran == [["n1"]]
     assert [(i.node, i.setting) for i in rep.items] == [("n1", "file /etc/x.conf")]
     assert set(rep.deep) == {"n1"}
+
+
+def test_other_roles_or_inventory_need_the_check_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An applied state made by other roles (or with another inventory) says nothing of what these roles
+    would do: the node is checked by the check run, and so is one whose record names no digest."""
+    ran, plan = _fast_setup(
+        monkeypatch,
+        {"n1": STATE, "n2": STATE, "n3": STATE},
+        {"n1": {"state": STATE}, "n2": {"state": STATE, "inputs_sha256": "older"}, "n3": {"state": STATE}},
+    )
+    rep = drift_run.drift(plan, Path("inv"))
+    assert ran == [["n2"]] and set(rep.deep) == {"n2"}
+    assert "other roles or another inventory" in rep.deep["n2"]
+    assert rep.compared == ["n1", "n3"]
 
 
 def test_deep_checks_every_node_and_reads_no_applied_state(monkeypatch: pytest.MonkeyPatch) -> None:

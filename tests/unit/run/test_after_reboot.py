@@ -187,3 +187,19 @@ def test_reasons_no_role_owns_converge_in_full(loop: Any, sources: str) -> None:
         ("site.yml", "n1,n2", ""),
     ]
     assert fake.reads == [("n1", "n2")]  # no read around the reboot: only the applied state's at the end
+
+
+def test_converged_nodes_are_left_alone(loop: Any) -> None:
+    """A node a read found converged is neither run nor drained nor read: a skipped host with the reason."""
+    fake, report = loop(FACT, converged={"n2": "read as applied"})
+    assert report.ok
+    assert {c[1] for c in fake.calls} == {"n1"}  # site.yml, pending, reboot: only n1
+    n2 = report.hosts["n2"]
+    assert n2.status == "skipped" and n2.message == "converged: read as applied" and n2.applied is None
+    assert all("n2" not in r for r in fake.reads)
+
+
+def test_all_converged_runs_no_playbook(loop: Any) -> None:
+    fake, report = loop(FACT, converged={"n1": "same", "n2": "same"})
+    assert report.ok and fake.calls == [] and fake.reads == []
+    assert {h.status for h in report.hosts.values()} == {"skipped"}
