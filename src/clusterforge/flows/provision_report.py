@@ -30,7 +30,13 @@ def print_report(report: Any, console: Console) -> None:
             safe(", ".join(h.pending_reboot) or "-"),
             "yes" if h.rebooted else "-",
             f"{h.duration:.1f}",
-            safe(f"{h.failed_task}: {h.message}") if h.failed_task else "",
+            safe(
+                f"{h.failed_task}: {h.message}"
+                if h.failed_task
+                else h.message
+                if h.status == "skipped"
+                else ""
+            ),
         )
     console.print(t)
     if report.aborted:

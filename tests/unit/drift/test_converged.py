@@ -68,3 +68,67 @@ def test_the_read_reads_only_nodes_with_an_applied_state(monkeypatch: pytest.Mon
         monkeypatch.setattr(drift_run, name, boom)
     rep = drift_run.drift(plan, Path("inv"), check_run=False)
     assert set(rep.deep) == {"n1", "n2"} and rep.items == [] and rep.compared == []
+
+
+class _Target:
+    def prepare(self, doc: Any, console: Any) -> None:
+        pass
+
+    def environment(self, doc: Any) -> dict[str, str]:
+        return {}
+
+    def pool_manager(self, doc: Any) -> Any:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("opts", "full", "reads"),
+    [
+        ({}, False, True),
+        ({}, True, False),  # --full
+        ({"check": True}, False, False),  # --check predicts what site.yml would do on every node
+        ({"tags": "rdma"}, False, False),
+        ({"extra_vars": {"x": 1}}, False, False),
+    ],
+)
+def test_provision_reads_first_unless_told_to_run_every_node(
+    monkeypatch: pytest.MonkeyPatch, opts: dict[str, Any], full: bool, reads: bool
+) -> None:
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from clusterforge.flows import provision as flow
+    from clusterforge.run.provision import Options, ProvisionReport
+
+    asked: list[str | None] = []
+    given: list[dict[str, str]] = []
+
+    def fake_converged(doc: Any, inv: Any, limit: str | None, *a: Any) -> mod.Converged:
+        asked.append(limit)
+        return mod.Converged({"n1": "read as applied"}, {"n2": "no applied state on record"})
+
+    def fake_recorded(doc: Any, inv: Any, o: Options, *a: Any) -> ProvisionReport:
+        given.append(dict(o.converged))
+        return ProvisionReport("r", "c", "h", o.check, 0.0)
+
+    monkeypatch.setattr(flow, "load_plan", lambda spec: (SimpleNamespace(doc={"cluster": "c"}), Path("inv")))
+    monkeypatch.setattr(flow.targets, "for_plan", lambda doc: _Target())
+    monkeypatch.setattr(flow, "converged", fake_converged)
+    monkeypatch.setattr(flow, "provision_recorded", fake_recorded)
+    console = Console(record=True, width=200)
+    rc = flow.provision_flow(Path("spec.yaml"), Options(limit="n*", **opts), console, full=full)
+    assert rc == 0
+    assert asked == (["n*"] if reads else []) and given == [{"n1": "read as applied"} if reads else {}]
+    text = console.export_text()
+    assert ("site.yml on n2: no applied state on record" in text) is reads
+
+
+def test_provision_via_an_unknown_engine_is_bad_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    from clusterforge.flows import provision as flow
+    from clusterforge.run.provision import Options
+
+    monkeypatch.setattr(flow, "load_plan", lambda spec: pytest.fail("nothing is read before the check"))
+    assert flow.provision_flow(Path("s.yaml"), Options(), Console(), via="pdsh") == 2
