@@ -178,12 +178,7 @@ def run_jobs(
         got, broken = decode(text.splitlines())
         if node in got:
             res, state, state_error = read_answer(workdir / f"{node}.jsonl", node, got[node], CHECK, fix)
-            answer.results[node] = res
-            if states and node in states:
-                if state is not None:
-                    answer.states[node] = state
-                else:
-                    answer.state_errors[node] = state_error or "the node checker sent no applied-state read"
+            answer.file(node, res, state, state_error, bool(states and node in states))
         else:
             why = broken.get(node) or f"pod {phase} without an answer"
             _no_answer(answer, node, why, states, fix)

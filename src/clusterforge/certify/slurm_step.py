@@ -97,6 +97,19 @@ class StepAnswer:
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
     state_errors: dict[str, str] = field(default_factory=dict)
 
+    def file(
+        self, node: str, res: NodeResult, state: dict[str, Any] | None, state_error: str, asked: bool
+    ) -> None:
+        """One node's answer: its results and, when its applied state was `asked` for, the read or why
+        there is none (never silently nothing)."""
+        self.results[node] = res
+        if not asked:
+            return
+        if state is not None:
+            self.states[node] = state
+        else:
+            self.state_errors[node] = state_error or "the node checker sent no applied-state read"
+
 
 #: the tasks' whole environment (with Slurm's own SLURM_* variables): a login's PATH, nothing of this
 #: process's (the target's BMC account, tokens) ever reaches a node
@@ -387,12 +400,7 @@ def _one_step(job: Job, i: int, checker: str, members: list[str]) -> StepAnswer:
             why = broken.get(node) or stopped or f"no answer (srun exit {code}: {_tail(se) or 'no message'})"
             res, state = step_error(node, why), None
             state_error = f"not answered in the Slurm step: {why}"
-        part.results[node] = res
-        if node in job.states:
-            if state is not None:
-                part.states[node] = state
-            else:
-                part.state_errors[node] = state_error or "the node checker sent no applied-state read"
+        part.file(node, res, state, state_error, node in job.states)
     return part
 
 
