@@ -10,7 +10,6 @@ import socket
 import sys
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,6 @@ from rich.console import Console
 from clusterforge import targets
 from clusterforge.certify.display import CertifyProgress, explain, table
 from clusterforge.certify.issue import Recorder
-from clusterforge.certify.k8s_jobs import run_jobs
 from clusterforge.certify.results import (
     NodeResult,
     json_text,
@@ -30,18 +28,16 @@ from clusterforge.certify.results import (
     write_json,
     write_junit,
 )
-from clusterforge.certify.runner import DEADLINE_S, TIER_MARKERS, certify_nodes
-from clusterforge.certify.slurm_step import StepAnswer, run_step
+from clusterforge.certify.runner import TIER_MARKERS, certify_nodes
 from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode, InputError
 from clusterforge.flows import admit as admission
+from clusterforge.flows.node_side import VIA, engine, node_side, split_by_scheduler
 from clusterforge.flows.plan import load_plan
 from clusterforge.plan.expect import nodes_of
 from clusterforge.records import signing
 from clusterforge.remote.inventory import resolve_hosts
 from clusterforge.term import safe
-
-VIA = ("ssh", "slurm", "kubernetes")
 
 
 @dataclass
@@ -96,13 +92,9 @@ def certify_flow(
     target = targets.for_plan(doc)
     pool = target.pool_manager(doc) if admit or tier == "full" else None
     # runs the nodes' own checks (a Slurm step, Kubernetes Jobs); admits nothing
-    scheduler = target.pool_manager(doc) if outputs.via != "ssh" else None
-    if scheduler is not None and getattr(scheduler, "name", "") != outputs.via:
-        return _fail_input(
-            console,
-            f"--via {outputs.via} needs the {outputs.via} pool manager; {spec}'s is "
-            f"{getattr(scheduler, 'name', 'none')} (pools.*.manager): certify over SSH (--via ssh)",
-        )
+    scheduler, wrong = engine(target, doc, outputs.via, spec, "certify")
+    if wrong:
+        return _fail_input(console, wrong)
     try:
         rec = Recorder.start(doc["cluster"], doc["plan_hash"], spec, tier, names)
     except ClusterforgeError as exc:  # NodesBusy: another live run holds some of these nodes
@@ -162,55 +154,6 @@ def certify_flow(
     _cache_for_health_check(console, doc, inventory, issued)
     _report(console, doc, tier, rec, results, actions, started, outputs)
     return int(ExitCode.OK if ok else ExitCode.NOT_AS_DECLARED)
-
-
-def split_by_scheduler(
-    scheduler: Any, names: list[str], console: Console | None
-) -> tuple[list[str], list[str]]:
-    """(the nodes the pool's engine can start work on, the others: unknown to it or down, or every node
-    when it does not answer), in `names`' order; said on `console`."""
-    try:
-        states = scheduler.status(names)
-    except ClusterforgeError as exc:  # slurmctld / the API server does not answer: still checked, over SSH
-        if console is not None:
-            console.print(f"[yellow]{scheduler.name}[/]: {safe(exc)}: every node over SSH", highlight=False)
-        states = {}
-    runnable = [n for n in names if n in states and states[n].state not in ("unknown", "down")]
-    by_ssh = [n for n in names if n not in runnable]
-    if console is not None:
-        engine = "a Slurm job step" if scheduler.name == "slurm" else "Kubernetes Jobs"
-        console.print(
-            f"[bold]»[/] {len(runnable)} node(s) through {engine}, {len(by_ssh)} over SSH"
-            + (f" ({safe(', '.join(by_ssh))})" if by_ssh else "")
-        )
-    return runnable, by_ssh
-
-
-def node_side(
-    scheduler: Any,
-    doc: dict[str, Any],
-    inventory: Path,
-    nodes: list[str],
-    workdir: Path,
-    *,
-    states: dict[str, Any] | None = None,
-    env: dict[str, str] | None = None,
-    progress: Any = None,
-    cancel: threading.Event | None = None,
-    run_id: str = "",
-) -> StepAnswer:
-    """The quick tier (and the applied-state reads `states` asks for) run by `nodes` on themselves through
-    the pool's own engine: one Slurm job step, or one Kubernetes Job per node."""
-    marker, deadline = TIER_MARKERS["quick"], DEADLINE_S["quick"]
-    if scheduler.name == "kubernetes":
-        return run_jobs(
-            scheduler.api.api_client, doc, inventory, nodes, marker, workdir, deadline,
-            run_id or uuid.uuid4().hex, states=states, env=env, cancel=cancel,
-        )  # fmt: skip
-    return run_step(
-        doc, inventory, nodes, marker, workdir, deadline,
-        states=states, env=env, progress=progress, cancel=cancel,
-    )  # fmt: skip
 
 
 def _through_scheduler(

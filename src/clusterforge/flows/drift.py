@@ -24,7 +24,8 @@ from clusterforge.drift.applied import compare, fast_or_deep
 from clusterforge.drift.model import DriftItem, DriftReport
 from clusterforge.drift.run import add_validator_items, certificate_drift
 from clusterforge.errors import ExitCode
-from clusterforge.flows.certify import VIA, certify_flow, node_side, split_by_scheduler
+from clusterforge.flows.certify import certify_flow
+from clusterforge.flows.node_side import VIA, engine, node_side, split_by_scheduler
 from clusterforge.flows.plan import load_plan
 from clusterforge.flows.provision_report import print_report
 from clusterforge.records.outcomes import recorded_run
@@ -81,12 +82,9 @@ def drift_flow(
     plan, inv = load_plan(spec)
     target = targets.for_plan(plan.doc)
     env = target.environment(plan.doc)
-    scheduler = target.pool_manager(plan.doc) if via != "ssh" else None
-    if scheduler is not None and getattr(scheduler, "name", "") != via:
-        console.print(
-            f"[red]error[/]: --via {safe(via)} needs the {safe(via)} pool manager; {safe(spec)}'s is "
-            f"{safe(getattr(scheduler, 'name', 'none'))} (pools.*.manager): drift over SSH (--via ssh)"
-        )
+    scheduler, wrong = engine(target, plan.doc, via, spec, "drift")
+    if wrong:
+        console.print(f"[red]error[/]: {safe(wrong)}")
         return int(ExitCode.BAD_INPUT)
     record = (spec, allow_unreachable)
     report = drift_recorded(

@@ -11,8 +11,8 @@ from rich.console import Console
 
 from clusterforge import targets
 from clusterforge.errors import ExitCode, InputError, Problem
-from clusterforge.flows.certify import VIA
 from clusterforge.flows.converged import converged
+from clusterforge.flows.node_side import VIA, engine
 from clusterforge.flows.plan import load_plan
 from clusterforge.flows.provision_report import print_report
 from clusterforge.plan import build_plan
@@ -55,12 +55,9 @@ def provision_flow(
     else:
         plan, inv = load_plan(spec)
     target = targets.for_plan(plan.doc)
-    scheduler = target.pool_manager(plan.doc) if via != "ssh" else None
-    if scheduler is not None and getattr(scheduler, "name", "") != via:
-        console.print(
-            f"[red]error[/]: --via {safe(via)} needs the {safe(via)} pool manager; {safe(spec)}'s is "
-            f"{safe(getattr(scheduler, 'name', 'none'))} (pools.*.manager): read over SSH (--via ssh)"
-        )
+    scheduler, wrong = engine(target, plan.doc, via, spec, "read")
+    if wrong:
+        console.print(f"[red]error[/]: {safe(wrong)}")
         return int(ExitCode.BAD_INPUT)
     target.prepare(plan.doc, console)
     env = target.environment(plan.doc)

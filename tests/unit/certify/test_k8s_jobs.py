@@ -97,7 +97,7 @@ def test_object_names_are_dns_labels(node: str) -> None:
 def test_the_flows_reach_the_jobs_through_the_kubernetes_pool_managers_client(
     k8s: StandIn, tmp_path: Path
 ) -> None:
-    from clusterforge.flows.certify import node_side
+    from clusterforge.flows.node_side import node_side
     from clusterforge.pool.kubernetes import KubernetesPool
 
     doc, inv, _ = _setup(tmp_path)
