@@ -1,4 +1,5 @@
 """Build the node checker program: one zip file (a Python zipapp) that a node runs with its own `python3`.
+The same program is the node's passive health check (run by that name: `HEALTH_NAME`).
 
 It carries the validators, the clusterforge modules they import, and the pure-Python packages they run on
 (pytest and its dependencies, testinfra) copied from this controller's environment, so a node needs
@@ -36,8 +37,18 @@ CONTROLLER_ONLY_VALIDATORS = ("test_bios.py",)
 _SKIP_PARTS = ("__pycache__",)
 _STAMP = (1980, 1, 1, 0, 0, 0)
 
-MAIN = """\
+#: the passive health check's name: the monitoring role links the health check's path to this program, and
+#: run by that name (Slurm's HealthCheckProgram, which passes no arguments) or as `PROGRAM health ...` it is
+#: the health check (`clusterforge.health.nodecheck`: standard library only, nothing of pytest is loaded)
+HEALTH_NAME = "clusterforge-healthcheck"
+#: the first line: executable as is (the health check's link), with the node's own python3, isolated (-I)
+#: and without site-packages (-S), as `srun`/the Job run it
+SHEBANG = b"#!/usr/bin/python3 -IS\n"
+MAIN = f"""\
 import os, sys
+if os.path.basename(sys.argv[0]) == {HEALTH_NAME!r} or sys.argv[1:2] == ["health"]:
+    from clusterforge.health.nodecheck import main as health
+    sys.exit(health(sys.argv[2:] if sys.argv[1:2] == ["health"] else sys.argv[1:]))
 from clusterforge.remote.checker_node import main
 sys.exit(main(os.path.dirname(os.path.abspath(__file__))))
 """
@@ -84,7 +95,8 @@ def entries() -> dict[str, Path]:
 
 def build() -> bytes:
     """The program's bytes (deterministic)."""
-    buf = io.BytesIO()
+    buf = io.BytesIO(SHEBANG)
+    buf.seek(0, io.SEEK_END)
     files = entries()
     with zipfile.ZipFile(buf, "w") as z:
         for name in ["__main__.py", *sorted(files)]:

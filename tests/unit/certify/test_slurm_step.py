@@ -253,3 +253,50 @@ def test_the_bmc_checks_run_here_in_chunks_side_by_side(
     for i in (0, 1):  # one pytest process per chunk, each to its end
         assert '"kind": "end"' in (tmp_path / "w" / f"controller-bmc-{i}.jsonl").read_text()
     assert set(got) <= set(nodes)
+
+
+def test_the_program_run_by_the_health_checks_name_is_the_health_check(tmp_path: Path) -> None:
+    """One program on the node: linked as the health check's path (what the monitoring role does) and
+    started as Slurm's HealthCheckProgram starts it (exec, no arguments but its own), or as `PROGRAM
+    health`, it is `clusterforge.health.nodecheck` — without loading pytest (it runs between jobs)."""
+    import os
+    import subprocess
+
+    from clusterforge.checks.node_policy import node_policy
+    from clusterforge.plan.desired_monitoring import HEALTH_PATH
+
+    assert Path(HEALTH_PATH).name == checker_bundle.HEALTH_NAME
+    program = checker_bundle.write(tmp_path / "lib")
+    assert program.read_bytes().startswith(checker_bundle.SHEBANG)
+    program.chmod(0o755)
+    link = tmp_path / "sbin" / checker_bundle.HEALTH_NAME
+    link.parent.mkdir()
+    link.symlink_to(program)
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(node_policy()))
+    conf = tmp_path / "health.json"
+    conf.write_text(
+        json.dumps(
+            {
+                "gpu_count": 8,
+                "rails": [],
+                "fabric_manager": False,
+                "dcgm_exporter_url": "http://127.0.0.1:1/metrics",
+                "state_dir": str(tmp_path / "state"),
+                "textfile": "",
+                "policy": str(policy),
+                "pool": "none",
+            }
+        )
+    )
+    args = ["--config", str(conf), "--node", "n1", "--state-dir", str(tmp_path / "s")]
+    env = {"PATH": os.environ["PATH"]}
+    for argv in ([str(link), *args], ["/usr/bin/python3", "-I", "-S", str(program), "health", *args]):
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert res.stdout.startswith("n1: healthy"), res.stdout
+    direct = subprocess.run(
+        ["/usr/bin/python3", "-X", "importtime", str(link), *args], capture_output=True, text=True, timeout=60
+    )
+    assert direct.returncode == 0 and "clusterforge.health.nodecheck" in direct.stderr
+    assert "pytest" not in direct.stderr, "the health check must not load the validators' machinery"
