@@ -38,7 +38,6 @@ def _table(rows: list[tuple[str, list[float]]]) -> str:
 
 
 def local(repeat: int) -> list[tuple[str, list[float]]]:
-    from clusterforge.checks.node_policy import node_policy
     from clusterforge.health import nodecheck
     from clusterforge.lab.sim import dcgm_exporter, main, paths
     from clusterforge.lab.sim import state as S
@@ -59,7 +58,7 @@ def local(repeat: int) -> list[tuple[str, list[float]]]:
         for r in node["rails"]:
             paths.write(f"/sys/class/net/{r['netdev']}/operstate", "up\n")
             paths.write(f"/sys/class/net/{r['netdev']}/carrier_changes", "2\n")
-        cfg = {**node["desired"]["monitoring"]["health"], **node_policy(), "textfile": ""}
+        cfg = {**node["desired"]["monitoring"]["health"], "textfile": ""}
 
         def run(argv: list[str], timeout: float) -> tuple[int, str]:
             if argv[0] == "dmesg":
@@ -85,7 +84,7 @@ def local(repeat: int) -> list[tuple[str, list[float]]]:
 
 
 def lab(nodes: list[str], ssh: str, repeat: int) -> list[tuple[str, list[float]]]:
-    check = f"python3 {HEALTH_PATH} --config {HEALTH_CONFIG} --pool none --state-dir /tmp/cf-bench-health"
+    check = f"{HEALTH_PATH} --config {HEALTH_CONFIG} --pool none --state-dir /tmp/cf-bench-health"
     loop = (
         f"for i in $(seq {repeat}); do s=$(date +%s%N); {check} >/dev/null; e=$(date +%s%N); "
         "echo $(( (e-s)/1000 )); done"

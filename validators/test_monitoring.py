@@ -82,8 +82,8 @@ def test_exporter(node: NodeExpect, probe: Probe, exporter: str) -> None:
 
 def test_health_check(node: NodeExpect, probe: Probe) -> None:
     health, fix = _mon(node)["health"], hint("monitoring", node.name)
-    cmd = argv(
-        "python3", health["path"], "--config", health["config"], "--pool", "none", "--node", node.name,
+    cmd = argv(  # run as Slurm's HealthCheckProgram runs it: the program itself, by the health check's name
+        health["path"], "--config", health["config"], "--pool", "none", "--node", node.name,
         "--state-dir", SCRATCH,
     )  # fmt: skip
     out = probe.run(cmd, ok=(0, 1), timeout=30)

@@ -51,7 +51,6 @@ UNFORMATTED = {
     "checks list",
     "checks docs",
     "fabric sm-config",
-    "checks node-policy",
     "collections install",
     "lab up",
     "lab down",

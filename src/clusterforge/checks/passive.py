@@ -224,3 +224,23 @@ PASSIVE: tuple[Check, ...] = (
         fix="`clusterforge drift --fix` (re-provision and re-certify)",
     ),
 )
+
+#: the passive checks the node-side health check (`clusterforge.health.nodecheck`) runs; between two
+#: decisions of the same action the earlier here names the drain (the Xid says more than the GPU count it
+#: caused)
+NODE_CHECKS = (
+    "passive.xid.79",
+    "passive.xid.48",
+    "passive.xid.64",
+    "passive.xid.fatal",
+    "passive.row_remap_failure",
+    "passive.gpu_lost",
+    "passive.fabric_manager",
+    "passive.rail_link_down",
+    "passive.row_remap_pending",
+    "passive.rail_link_flap",
+    "passive.certificate_expired",
+    "passive.xid.warn",
+    "passive.xid.application",
+    "passive.certificate_expiring",
+)

@@ -1,4 +1,4 @@
-"""`clusterforge checks list|docs|node-policy`: the check registry."""
+"""`clusterforge checks list|docs`: the check registry."""
 
 from __future__ import annotations
 
@@ -49,16 +49,3 @@ def docs(
     from clusterforge.checks.docs import render
 
     _write_or_check(render(), output, check, "docs")
-
-
-@app.command("node-policy")
-def node_policy(
-    output: Annotated[Path | None, typer.Option(help="write here (default: print)")] = None,
-    check: Annotated[
-        bool, typer.Option("--check", help="exit 3 when OUTPUT differs from the registry (CI)")
-    ] = False,
-) -> None:
-    """Render the node-side health check's policy (the monitoring role's files/health-policy.json)."""
-    from clusterforge.checks.node_policy import render
-
-    _write_or_check(render(), output, check, "node-policy")

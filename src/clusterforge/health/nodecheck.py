@@ -1,20 +1,22 @@
-#!/usr/bin/python3
 """clusterforge's passive health check, run on the node between jobs (Slurm's HealthCheckProgram, or a
 systemd timer where the pool manager is not Slurm). NHC-style: fast (well under 1 s), cheap live reads and
 cached results only, nothing that loads a GPU.
 
-Standard library only, one file: the role copies it to the node (nodes have python3, not clusterforge).
-Its Xid line reading agrees with the validators' parser (`clusterforge.hw.xid`) and its window rules with
-`clusterforge.checks.rules.decide` (tests/unit/health check both on the same inputs).
+It is a mode of the node checker (`clusterforge.remote.checker_bundle`: the monitoring role links the health
+check's path to that program), so it reads with the validators' own parts, not copies of them: the Xid
+parser (`clusterforge.hw.xid`), the dcgm-exporter page parser (`clusterforge.hw.dcgm_exporter`), the check
+registry (each check's action, remedies, ticket and repeat-offender rules; the Xid classes) and its window
+rules (`clusterforge.checks.rules.decide`), all of the program's own version. Nothing else is loaded (no
+pytest: a unit test runs it as slurmd does and looks).
 
 Reads (config: the node's desired `monitoring.health`, JSON): the GPU count (/proc/driver/nvidia/gpus,
 else the local dcgm-exporter's GPUs), Xids new since the last run (/dev/kmsg, else `dmesg`), the rails'
 link state and carrier changes (sysfs), pending / failed row remaps (dcgm-exporter), the fabric manager
 (systemd), and the last active run's cached result (its certificate's expiry). Each finding is an event
-of a registry check; the check's action and repeat-offender rules (config `checks`) give the action, the
-worst wins. An action from `drain` up drains the node (`--pool slurm`: `scontrol update ... State=DRAIN`)
-with a `clusterforge:` reason naming the check and action, unless it is already drained (by anyone: its
-reason is kept). It never resumes a node. Results go to the node-exporter textfile collector.
+of a registry check; the check's action and repeat-offender rules give the action, the worst wins. An
+action from `drain` up drains the node (`--pool slurm`: `scontrol update ... State=DRAIN`) with a
+`clusterforge:` reason naming the check and action, unless it is already drained (by anyone: its reason
+is kept). It never resumes a node. Results go to the node-exporter textfile collector.
 Exit status: 0 healthy or alert only, 1 a drain action was decided, 2 the check itself could not run.
 """
 
@@ -31,23 +33,27 @@ import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
+
+from clusterforge.checks.model import Check, rank
+from clusterforge.checks.passive import NODE_CHECKS
+from clusterforge.checks.registry import by_id, xid_check
+from clusterforge.checks.rules import Decision, Event, decide
+from clusterforge.hw import dcgm_exporter
+from clusterforge.hw import xid as hw_xid
+from clusterforge.hw.errors import ParseError
 
 CONFIG = "/etc/clusterforge/healthcheck.json"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-ACTIONS = ("ignore", "alert", "drain", "reset_gpu", "reboot", "service")
-DRAINS = ACTIONS.index("drain")
-MAX_REASON = 200
+DRAINS = rank("drain")
 NOT_RUN = 127  # Env.cmd: the program is missing or did not answer within its time
 KEEP_S = 31 * 86400  # events older than the longest window are dropped from the state file
-_BUS = r"(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
-XID_RE = re.compile(rf"NVRM: Xid \((?:PCI:)?{_BUS}(?:\.[0-7])?\): (?P<xid>\d+)[,\s]")
-LOST_RE = re.compile(
-    r"NVRM: GPU (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.[0-7]: GPU has fallen off"
+DMESG_TS = re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\] ")
+ROW_REMAP = (
+    ("DCGM_FI_DEV_ROW_REMAP_PENDING", "passive.row_remap_pending"),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "passive.row_remap_failure"),
 )
-DMESG_TS = re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\] (?P<msg>.*)$")
-METRIC_LINE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
-LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 @dataclass
@@ -98,81 +104,13 @@ class Result:
             self.findings.append({"check": check, "component": component, "code": code})
 
 
-# ---- decisions (the semantics of clusterforge.checks.rules.decide) -------------------------------------
-
-
-def _span(seconds: float) -> str:
-    for unit, n in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= n and seconds % n == 0:
-            return f"{int(seconds // n)} {unit}"
-    return f"{seconds:g} s"
-
-
-def sanitize(reason: str) -> str:
-    text = re.sub(r"[\"'`\\\x00-\x1f\x7f]", " ", reason)
-    text = re.sub(r"[^\x20-\x7e]", "?", text).replace("=", ":")
-    text = re.sub(r"\s+", " ", text).strip()
-    if not text.startswith("clusterforge:"):
-        text = f"clusterforge: {text}"
-    return text if len(text) <= MAX_REASON else text[: MAX_REASON - 3].rstrip() + "..."
-
-
-def decide(
-    check: str, policy: dict[str, Any], events: list[dict[str, Any]], now: float
-) -> dict[str, Any] | None:
-    """The action on `check` from its events (dicts: check, at, component, code) up to `now`."""
-    mine = sorted((e for e in events if e["check"] == check and e["at"] <= now), key=lambda e: e["at"])
-    if not mine:
-        return None
-    rank = ACTIONS.index
-    last = mine[-1]
-    best: dict[str, Any] = {
-        "check": check,
-        "action": policy["action"],
-        "rule": None,
-        "ticket": policy.get("ticket", ""),
-        "next": list(policy.get("remedies", [])),
-        "where": " ".join(k for k in (last.get("component", ""), last.get("code", "")) if k),
-    }
-    for rule in policy.get("rules", []):
-        start = now - float(rule["window_s"])
-        groups: dict[tuple[str, ...], int] = {}
-        for e in mine:
-            if e["at"] > start:
-                key = (
-                    (e.get("component", ""), e.get("code", ""))
-                    if rule["scope"] == "component"
-                    else (e.get("code", ""),)
-                )
-                groups[key] = groups.get(key, 0) + 1
-        hit = [k for k, n in sorted(groups.items()) if n >= int(rule["count"])]
-        if hit and rank(rule["action"]) > rank(best["action"]):
-            best = {
-                "check": check,
-                "action": rule["action"],
-                "rule": rule,
-                "ticket": rule.get("ticket") or policy.get("ticket", ""),
-                "next": [a for a in policy.get("remedies", []) if rank(a) > rank(rule["action"])],
-                "where": " ".join(k for k in hit[0] if k),
-            }
-    return best
-
-
-def reason(d: dict[str, Any]) -> str:
-    what = f" {d['where']}" if d["where"] else ""
-    rule = d["rule"]
-    why = f" ({int(rule['count'])}x in {_span(float(rule['window_s']))})" if rule else ""
-    then = f" then {'/'.join(d['next'])}" if d["next"] else ""
-    ticket = f" +{d['ticket']} ticket" if d["ticket"] else ""
-    return sanitize(f"clusterforge: {d['check']}{what}: {d['action']}{then}{ticket}{why}")
-
-
 # ---- live reads -------------------------------------------------------------------------------------------
 
 
 def kernel_lines(env: Env, state: dict[str, Any]) -> list[str] | None:
-    """Kernel messages new since the last run (/dev/kmsg records after the saved sequence number, else
-    `dmesg` lines after the saved timestamp); None when neither can be read."""
+    """Kernel log lines new since the last run: /dev/kmsg records after the saved sequence number (each
+    record's first line, header included), else `dmesg` lines after the saved timestamp; None when neither
+    can be read. Either form is a kernel log `clusterforge.hw.xid.parse` reads."""
     boot = (env.read("/proc/sys/kernel/random/boot_id") or "").strip()
     if state.get("boot_id") != boot:
         state.update(boot_id=boot, kmsg_seq=-1, dmesg_ts=-1.0)
@@ -192,10 +130,10 @@ def kernel_lines(env: Env, state: dict[str, Any]) -> list[str] | None:
                     continue
                 if not rec:
                     break
-                head, _, msg = rec.partition(";")
+                head = rec.partition(";")[0]
                 seq = int(head.split(",")[1])
                 if seq > last:
-                    out.append(msg.split("\n", 1)[0])
+                    out.append(rec.split("\n", 1)[0])
                     state["kmsg_seq"] = seq
         finally:
             os.close(fd)
@@ -203,60 +141,26 @@ def kernel_lines(env: Env, state: dict[str, Any]) -> list[str] | None:
     rc, text = env.cmd(["dmesg"], 0.5)
     if rc != 0:
         return None
-    out, last_ts = [], float(state.get("dmesg_ts", -1.0))
+    out, last_ts, keep = [], float(state.get("dmesg_ts", -1.0)), False
     for line in text.splitlines():
-        m = DMESG_TS.match(line)
-        if m and float(m.group("ts")) > last_ts:
-            out.append(m.group("msg"))
-            state["dmesg_ts"] = float(m.group("ts"))
+        if m := DMESG_TS.match(line):
+            keep = float(m.group("ts")) > last_ts
+            if keep:
+                state["dmesg_ts"] = float(m.group("ts"))
+        elif not line[:1].isspace():
+            keep = False  # not dmesg's form: left out
+        if keep:  # a new record, or the indented continuation of one (a message printed over lines)
+            out.append(line)
     return out
-
-
-def xids(lines: list[str]) -> list[tuple[str, int]]:
-    """(bus, xid) of each Xid line, and a GPU-lost line (as Xid 79) whose GPU printed no Xid 79."""
-    found, lost = [], []
-    for line in lines:
-        if m := XID_RE.search(line):
-            found.append((m.group("bus").lower(), int(m.group("xid"))))
-        elif m := LOST_RE.search(line):
-            lost.append((m.group("bus").lower(), 79))
-    with_79 = {b for b, x in found if x == 79}
-    return found + [e for e in dict.fromkeys(lost) if e[0] not in with_79]
-
-
-def exporter_gpus(text: str) -> dict[str, dict[str, float]]:
-    """gpu index -> {field: value} from a dcgm-exporter scrape."""
-    out: dict[str, dict[str, float]] = {}
-    for line in text.splitlines():
-        m = METRIC_LINE.match(line)
-        if not m or not m.group("name").startswith("DCGM_FI_"):
-            continue
-        labels = dict(LABEL.findall(m.group("labels") or ""))
-        try:
-            out.setdefault(labels.get("gpu", ""), {})[m.group("name")] = float(m.group("value"))
-        except ValueError:
-            continue
-    return out
-
-
-def xid_check(cfg: dict[str, Any], xid: int) -> str:
-    for cid, pol in cfg["checks"].items():
-        if xid in pol.get("xids", []):
-            return str(cid)
-    pol = cfg.get("xid_policy") or {}
-    for cls, codes in (pol.get("classes") or {}).items():
-        if xid in codes:
-            return f"passive.xid.{cls}"
-    return f"passive.xid.{pol.get('default') or 'fatal'}"  # the class of an Xid the policy does not list
 
 
 def probe(cfg: dict[str, Any], env: Env, state: dict[str, Any]) -> Result:
     res = Result()
-    gpus: dict[str, dict[str, float]] | None = None
+    gpus: dict[str, dcgm_exporter.GpuFields] | None = None
     try:
-        gpus = exporter_gpus(env.get(cfg["dcgm_exporter_url"]))
-    except Exception as exc:
-        for c in ("passive.row_remap_pending", "passive.row_remap_failure"):
+        gpus = dcgm_exporter.parse(env.get(cfg["dcgm_exporter_url"]))
+    except Exception as exc:  # not answering, or not its page: the remap checks cannot run (never a pass)
+        for _, c in ROW_REMAP:
             res.errors[c] = f"dcgm-exporter: {exc}"
     proc = env.path("/proc/driver/nvidia/gpus")
     count = len(os.listdir(proc)) if os.path.isdir(proc) else (len(gpus) if gpus is not None else None)
@@ -271,17 +175,21 @@ def probe(cfg: dict[str, Any], env: Env, state: dict[str, Any]) -> Result:
         )
         state["held_now"].append("passive.gpu_lost")
     for gpu, fields in sorted((gpus or {}).items()):
-        for fld, cid in (("DCGM_FI_DEV_ROW_REMAP_PENDING", "passive.row_remap_pending"),
-                         ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "passive.row_remap_failure")):  # fmt: skip
-            if fields.get(fld, 0) > 0:
+        for fld, cid in ROW_REMAP:
+            if (fields.get(fld) or 0) > 0:
                 res.add(cid, f"gpu{gpu}", event=f"{cid}|gpu{gpu}" not in state["held"])
                 state["held_now"].append(f"{cid}|gpu{gpu}")
     lines = kernel_lines(env, state)
     if lines is None:
         res.errors["passive.xid"] = "cannot read the kernel log (/dev/kmsg, dmesg)"
     else:
-        for bus, xid in xids(lines):
-            res.add(xid_check(cfg, xid), f"pci {bus}", str(xid))
+        try:
+            events = hw_xid.parse("\n".join(lines))
+        except ParseError as exc:
+            res.errors["passive.xid"] = f"the kernel log does not parse: {exc}"
+        else:
+            for ev in events:
+                res.add(xid_check(ev.xid).id, f"pci {ev.bus}", str(ev.xid))
     carriers = state.setdefault("carrier", {})
     for rail in cfg.get("rails", []):
         dev, comp = rail["netdev"], f"rail{rail['index']}"
@@ -334,23 +242,32 @@ def certificate(cfg: dict[str, Any], env: Env, state: dict[str, Any], res: Resul
 # ---- the run ----------------------------------------------------------------------------------------------
 
 
-def evaluate(cfg: dict[str, Any], res: Result, state: dict[str, Any], now: float) -> list[dict[str, Any]]:
-    """Record this run's events into the state's history; the decisions of the checks that hold now."""
+def _at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def evaluate(res: Result, state: dict[str, Any], node: str, now: float) -> list[Decision]:
+    """Record this run's events into the state's history; the registry's decisions on the checks that hold
+    now, worst action first (between equal actions, in `NODE_CHECKS` order)."""
     events = [e for e in state.get("events", []) if now - float(e["at"]) < KEEP_S]
     events += [{**f, "at": now} for f in res.findings]
     state["events"] = events
+    registry: dict[str, Check] = by_id()
+    history = [
+        Event(e["check"], node, _at(float(e["at"])), e.get("component", ""), e.get("code", ""))
+        for e in events
+    ]
     out = []
-    for check in sorted(res.holding):
-        pol = cfg["checks"].get(check)
-        if pol is None:
+    for cid in sorted(res.holding):
+        check = registry.get(cid)
+        if check is None:
             continue
-        d = decide(check, pol, events, now)
+        d = decide(check, node, history, _at(now))
         if d is None:  # a condition that held since an event already pruned: its own action
-            d = {"check": check, "action": pol["action"], "rule": None, "ticket": pol.get("ticket", ""),
-                 "next": list(pol.get("remedies", [])), "where": ""}  # fmt: skip
+            d = Decision(cid, node, check.action, 0, ticket=check.ticket, next_steps=check.remedies)
         out.append(d)
-    order = {c: i for i, c in enumerate(cfg.get("order") or [])}
-    return sorted(out, key=lambda d: (-ACTIONS.index(d["action"]), order.get(d["check"], len(order))))
+    order = {c: i for i, c in enumerate(NODE_CHECKS)}
+    return sorted(out, key=lambda d: (-rank(d.action), order.get(d.check, len(order))))
 
 
 def drain_slurm(env: Env, node: str, why: str) -> str:
@@ -364,16 +281,14 @@ def drain_slurm(env: Env, node: str, why: str) -> str:
     return "drained" if rc == 0 else f"error: scontrol update failed ({rc})"
 
 
-def metrics(
-    node: str, cfg: dict[str, Any], res: Result, decisions: list[dict[str, Any]], took: float, now: float
-) -> str:
+def metrics(node: str, res: Result, decisions: list[Decision], took: float, now: float) -> str:
     esc = node.replace("\\", "\\\\").replace('"', '\\"')
-    failed = {d["check"] for d in decisions}
+    failed = {d.check for d in decisions}
     lines = [
         "# HELP clusterforge_health_check_failed 1 when the passive check found a fault on its last run",
         "# TYPE clusterforge_health_check_failed gauge",
     ]
-    ids = sorted(set(cfg["checks"]) | set(res.errors))
+    ids = sorted(set(NODE_CHECKS) | set(res.errors))
     lines += [f'clusterforge_health_check_failed{{node="{esc}",check="{c}"}} {int(c in failed)}' for c in ids]
     lines += [
         "# HELP clusterforge_health_check_error 1 when the passive check could not read what it checks",
@@ -382,11 +297,11 @@ def metrics(
     lines += [
         f'clusterforge_health_check_error{{node="{esc}",check="{c}"}} {int(c in res.errors)}' for c in ids
     ]
-    worst = decisions[0]["action"] if decisions else "ignore"
+    worst = decisions[0].action if decisions else "ignore"
     lines += [
         "# HELP clusterforge_health_action_rank Worst action of the last run (0 ignore .. 5 service)",
         "# TYPE clusterforge_health_action_rank gauge",
-        f'clusterforge_health_action_rank{{node="{esc}"}} {ACTIONS.index(worst)}',
+        f'clusterforge_health_action_rank{{node="{esc}"}} {rank(worst)}',
         "# HELP clusterforge_health_last_run_timestamp_seconds When the health check last ran",
         "# TYPE clusterforge_health_last_run_timestamp_seconds gauge",
         f'clusterforge_health_last_run_timestamp_seconds{{node="{esc}"}} {now:.3f}',
@@ -415,21 +330,21 @@ def run(cfg: dict[str, Any], env: Env, node: str, pool: str) -> tuple[int, str]:
         state = {}
     state["held"], state["held_now"] = set(state.get("held", [])), []
     res = probe(cfg, env, state)
-    decisions = evaluate(cfg, res, state, env.now)
+    decisions = evaluate(res, state, node, env.now)
     state["held"] = sorted(set(state.pop("held_now")))
     _write(state_path, json.dumps(state, sort_keys=True))
     worst = decisions[0] if decisions else None
-    summary = "healthy" if not decisions else f"{worst['action']}: {reason(worst)}" if worst else ""
+    summary = f"{worst.action}: {worst.reason}" if worst is not None else "healthy"
     rc = 0
-    if worst is not None and ACTIONS.index(worst["action"]) >= DRAINS:
+    if worst is not None and rank(worst.action) >= DRAINS:
         rc = 1
-        summary += " -> " + (drain_slurm(env, node, reason(worst)) if pool == "slurm" else "reported")
+        summary += " -> " + (drain_slurm(env, node, worst.reason) if pool == "slurm" else "reported")
     if res.errors:
         summary += " (could not check: " + ", ".join(sorted(res.errors)) + ")"
     took = time.monotonic() - t0
     textfile = cfg.get("textfile")
     if textfile and os.path.isdir(os.path.dirname(env.path(textfile))):
-        _write(env.path(textfile), metrics(node, cfg, res, decisions, took, env.now))
+        _write(env.path(textfile), metrics(node, res, decisions, took, env.now))
     return rc, f"{node}: {summary}"
 
 
@@ -447,8 +362,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with open(args.config) as f:
             cfg = json.load(f)
-        with open(cfg["policy"]) as f:
-            cfg.update(json.load(f))  # the registry's checks and Xid classes
         if args.state_dir:
             cfg.update(state_dir=args.state_dir, textfile="")
         rc, line = run(cfg, Env(), args.node, args.pool or str(cfg.get("pool") or "none"))

@@ -67,6 +67,11 @@ class XidEvent:
     caused_by_xid: int | None = None  # "... caused by previous Xid 149"
     gpu_lost: bool = False  # not an Xid line: the driver's "fallen off the bus" message, reported as Xid 79
 
+    @property
+    def bus(self) -> str:
+        """The GPU's bus id without the PCI function, lower case (``0000:b3:00``): one name per GPU."""
+        return _bus(self.pci_bus_id)
+
 
 def _bus(bus: str) -> str:
     """Bus id without the PCI function, lower case: ``0000:B3:00.0`` → ``0000:b3:00``."""

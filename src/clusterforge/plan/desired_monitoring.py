@@ -4,8 +4,8 @@ One source for the exporters role (ports, packages, textfile directory), the slu
 systemd timer (the health check's path, interval and config), the lab's Prometheus config
 (`monitoring.prometheus`) and the node-side check itself (`clusterforge.health.nodecheck` reads the
 `health` dict as its config file): what it checks on this node (GPU count, the rails' netdevs, the fabric
-manager on NVSwitch SKUs). The checks' actions and repeat-offender rules come from the registry in a
-separate file (`checks/node_policy.py`, path `health.policy`).
+manager on NVSwitch SKUs). The checks' actions and repeat-offender rules are the registry's, read by the
+health check from the node checker it is a mode of (`checker.path`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ DCGM_EXPORTER_COUNTERS = "/etc/dcgm-exporter/clusterforge-counters.csv"
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
 HEALTH_PATH = "/usr/local/sbin/clusterforge-healthcheck"
 HEALTH_CONFIG = "/etc/clusterforge/healthcheck.json"
-# the registry's actions and rules for the node's checks (`clusterforge checks node-policy`; a file the
-# monitoring role ships, as the plan layer does not read the registry)
-HEALTH_POLICY = "/etc/clusterforge/health-policy.json"
 HEALTH_STATE_DIR = "/var/lib/clusterforge/health"
 # the node checker (the validators as one program, clusterforge.remote.checker_bundle): a Slurm job step runs
 # it on every node (clusterforge certify --via slurm)
@@ -113,6 +110,5 @@ def monitoring_desired(
             ],
             "dcgm_exporter_url": f"http://127.0.0.1:{DCGM_EXPORTER_PORT}/metrics",
             "certificate_warn_s": 7 * 86400,
-            "policy": HEALTH_POLICY,
         },
     }

@@ -262,7 +262,6 @@ def test_the_program_run_by_the_health_checks_name_is_the_health_check(tmp_path:
     import os
     import subprocess
 
-    from clusterforge.checks.node_policy import node_policy
     from clusterforge.plan.desired_monitoring import HEALTH_PATH
 
     assert Path(HEALTH_PATH).name == checker_bundle.HEALTH_NAME
@@ -272,8 +271,6 @@ def test_the_program_run_by_the_health_checks_name_is_the_health_check(tmp_path:
     link = tmp_path / "sbin" / checker_bundle.HEALTH_NAME
     link.parent.mkdir()
     link.symlink_to(program)
-    policy = tmp_path / "policy.json"
-    policy.write_text(json.dumps(node_policy()))
     conf = tmp_path / "health.json"
     conf.write_text(
         json.dumps(
@@ -284,7 +281,6 @@ def test_the_program_run_by_the_health_checks_name_is_the_health_check(tmp_path:
                 "dcgm_exporter_url": "http://127.0.0.1:1/metrics",
                 "state_dir": str(tmp_path / "state"),
                 "textfile": "",
-                "policy": str(policy),
                 "pool": "none",
             }
         )

@@ -15,7 +15,6 @@ from clusterforge.burnin.model import COUNTER_PREFIX, TESTS
 from clusterforge.certify.xid import policy
 from clusterforge.checks import Event, by_id, decide, get, xid_check
 from clusterforge.checks.docs import render
-from clusterforge.checks.node_policy import render as render_policy
 from clusterforge.checks.registry import base_id, problems
 from clusterforge.cli import app
 from tests.conftest import REPO, VALIDATORS
@@ -174,7 +173,7 @@ def test_docs_name_every_check() -> None:
     assert missing == []
 
 
-@pytest.mark.parametrize(("command", "rendered"), [("docs", render), ("node-policy", render_policy)])
+@pytest.mark.parametrize(("command", "rendered"), [("docs", render)])
 def test_cli_output_and_check(tmp_path: Path, command: str, rendered: Callable[[], str]) -> None:
     out = tmp_path / "rendered"
     assert CliRunner().invoke(app, ["checks", command]).stdout == rendered()

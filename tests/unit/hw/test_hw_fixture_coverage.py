@@ -15,6 +15,7 @@ from clusterforge.hw import (
     ParseError,
     cpupower,
     dcb,
+    dcgm_exporter,
     dcgmi,
     findmnt,
     fio,
@@ -67,6 +68,7 @@ PARSERS: dict[str, Parser] = {
     "cpupower-frequency-info": cpupower.parse_cpupower_frequency_info,
     "cpupower-idle-info": cpupower.parse_cpupower_idle_info,
     "dcb-app-json": dcb.parse_app,
+    "dcgm-exporter-metrics": dcgm_exporter.parse,
     "dcgmi-diag": dcgmi.parse_diag,
     "dcgmi-diag-json": dcgmi.parse_diag,
     "dmesg-aer": xid.parse,
@@ -137,7 +139,6 @@ PARSERS: dict[str, Parser] = {
 #: a capture is added here deliberately, and leaves when its parser lands in PARSERS.
 PENDING: dict[str, str] = {
     "dcgm-exporter-counters-csv": "#21 observability: dcgm-exporter fields (tests/unit/monitoring)",
-    "dcgm-exporter-metrics": "#21 observability: dcgm-exporter series",
     "ibdiagnet": "#19 fabric check",
     "lspci-vvv": "#17 ACS certification",
     "node-exporter-metrics": "#21 observability: node-exporter series names (tests/unit/monitoring)",
@@ -164,6 +165,12 @@ CONSTRUCTED_PARSERS: dict[str, Parser] = {
 #: Fixtures whose strict parse must fail, and why (from SOURCES.md); they parse with partial=True
 #: (or, for the ibpanic capture, with ibstat.parse_report).
 STRICT_FAILS: dict[str, str] = {
+    "dcgm-exporter-metrics__h100-droplet-docker-3.3.8-digitalocean-doc__excerpt2.txt": (
+        "EXCERPT: ends with [...]"
+    ),
+    "dcgm-exporter-metrics__vgpu-h100-20c-k8s-pod-labels-portforward-noise-tkr-doc__1.txt": (
+        "kubectl port-forward's noise line first"
+    ),
     "nvidia-smi-q__a100-80gb-remap-pending-stas00__excerpt1.txt": "EXCERPT: no banner, [...] elisions",
     "nvidia-smi-query-gpu__h100-vbios-stas00__1.txt": "rows elided by the author as [...]",
     "nvidia-smi-nvlink-e__h100-stas00__excerpt1.txt": "EXCERPT: links 2-16 elided",

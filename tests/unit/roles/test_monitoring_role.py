@@ -1,32 +1,16 @@
-"""The monitoring role: its files are the node check and the registry policy as clusterforge has them, and its
-templates render the plan's ports, counters and paths (from clusterforge_desired.monitoring)."""
+"""The monitoring role: its templates render the plan's ports, counters and paths (from
+clusterforge_desired.monitoring); the health check is the node checker, never a copy of its own."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from clusterforge.checks.node_policy import render as render_policy
-from clusterforge.health import nodecheck
 from clusterforge.lab.sim.dcgm_exporter import FIELDS, read_counters
 
 from ._support import PLAYBOOKS
 from .test_templates import ROCKY, render
 
 FILES = PLAYBOOKS / "roles" / "monitoring" / "files"
-
-
-def test_the_node_check_is_the_package_module() -> None:
-    shipped = (FILES / "clusterforge-healthcheck").read_text()
-    assert shipped == Path(nodecheck.__file__).read_text(), (
-        "cp src/clusterforge/health/nodecheck.py playbooks/roles/monitoring/files/clusterforge-healthcheck"
-    )
-
-
-def test_the_policy_file_is_the_registry() -> None:
-    assert (FILES / "health-policy.json").read_text() == render_policy(), (
-        "clusterforge checks node-policy --output playbooks/roles/monitoring/files/health-policy.json"
-    )
 
 
 def test_templates_render_the_plans_values() -> None:
@@ -58,7 +42,7 @@ def test_templates_render_the_plans_values() -> None:
     )
     assert out["spec"] == ["datacenter-gpu-manager-exporter=4.5.0*"]
     health = "/usr/local/sbin/clusterforge-healthcheck --config /etc/clusterforge/healthcheck.json"
-    assert f"ExecStart=/usr/bin/python3 {health}" in out["service"]
+    assert f"ExecStart={health}" in out["service"]
     assert "OnUnitActiveSec=300" in out["timer"]
 
 
@@ -80,4 +64,16 @@ def test_health_config_is_the_desired_state_plus_the_pool() -> None:
     cfg = json.loads(render("monitoring", expressions={"cfg": expr})["cfg"])
     assert cfg["gpu_count"] == 8 and cfg["pool"] == "none"
     assert [r["netdev"] for r in cfg["rails"]] == ["enp24s0np0", "enp64s0np0"]
-    assert cfg["policy"] == "/etc/clusterforge/health-policy.json"
+    assert "policy" not in cfg  # the registry's rules are the program's own
+
+
+def test_the_role_ships_no_health_check_of_its_own() -> None:
+    """No standalone copy and no policy file: the health check path links to the node checker, and a
+    health check without the checker is refused by the role's validation."""
+    assert not (FILES / "clusterforge-healthcheck").exists() and not (FILES / "health-policy.json").exists()
+    tasks = (PLAYBOOKS / "roles/monitoring/tasks/health.yml").read_text()
+    assert "state: link" in tasks and "ansible.builtin.copy:\n    src: clusterforge-healthcheck" not in tasks
+    assert (
+        "monitoring_checker_bundle | length > 0"
+        in (PLAYBOOKS / "roles/monitoring/tasks/validate.yml").read_text()
+    )

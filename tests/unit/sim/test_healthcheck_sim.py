@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from clusterforge.checks.node_policy import node_policy
 from clusterforge.health import nodecheck
 from clusterforge.lab.sim import dcgm_exporter
 from clusterforge.plan.desired_monitoring import monitoring_desired, monitoring_input
@@ -29,7 +28,7 @@ class Node:
         self.sim, self.slurm_state, self.calls = sim, "IDLE", []  # type: list[list[str]]
         sku = sim.plan["skus"][sim.sku]
         rails = sim.plan["nodes"][0]["rails"]
-        self.cfg: dict[str, Any] = {**monitoring_desired(sku, rails, DEFAULT_PINS)["health"], **node_policy()}
+        self.cfg: dict[str, Any] = monitoring_desired(sku, rails, DEFAULT_PINS)["health"]
         self.cfg["state_dir"] = "/var/lib/clusterforge/health"
         for r in rails:
             self.link(r["netdev"], "up", 2)
