@@ -32,7 +32,7 @@ from clusterforge.certify.runner import TIER_MARKERS, certify_nodes
 from clusterforge.childenv import scrub_environ
 from clusterforge.errors import ClusterforgeError, ExitCode, InputError
 from clusterforge.flows import admit as admission
-from clusterforge.flows.node_side import VIA, engine, node_side, split_by_scheduler
+from clusterforge.flows.node_side import bad_via, engine, node_side, split_by_scheduler
 from clusterforge.flows.plan import load_plan
 from clusterforge.plan.expect import nodes_of
 from clusterforge.records import signing
@@ -68,8 +68,8 @@ def certify_flow(
     outputs = outputs or Outputs()
     if tier not in TIER_MARKERS:
         return _fail_input(console, f"--tier must be one of {', '.join(TIER_MARKERS)}; got {tier!r}")
-    if outputs.via not in VIA:
-        return _fail_input(console, f"--via must be one of {', '.join(VIA)}; got {outputs.via!r}")
+    if wrong := bad_via(outputs.via):
+        return _fail_input(console, wrong)
     if outputs.via != "ssh" and tier != "quick":
         return _fail_input(
             console,

@@ -49,8 +49,9 @@ def converged(
     errors = report.node_errors()
     nodes: dict[str, str] = {}
     run: dict[str, str] = {}
+    per_node = report.by_node()
     for host in report.nodes:
-        items = [i for i in report.items if i.node == host and i.source not in NOT_STATE]
+        items = [i for i in per_node.get(host, []) if i.source not in NOT_STATE]
         if host in report.deep:
             run[host] = report.deep[host]
         elif host in report.unreachable:

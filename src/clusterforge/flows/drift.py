@@ -25,7 +25,7 @@ from clusterforge.drift.model import DriftItem, DriftReport
 from clusterforge.drift.run import add_validator_items, certificate_drift
 from clusterforge.errors import ExitCode
 from clusterforge.flows.certify import certify_flow
-from clusterforge.flows.node_side import VIA, engine, node_side, split_by_scheduler
+from clusterforge.flows.node_side import bad_via, engine, node_side, split_by_scheduler
 from clusterforge.flows.plan import load_plan
 from clusterforge.flows.provision_report import print_report
 from clusterforge.records.outcomes import recorded_run
@@ -76,8 +76,8 @@ def drift_flow(
     via: str = "ssh",
 ) -> int:
     strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before anything runs
-    if via not in VIA:
-        console.print(f"[red]error[/]: --via must be one of {', '.join(VIA)}; got {safe(via)}")
+    if wrong := bad_via(via):  # before the plan is loaded (and the generated inventory written)
+        console.print(f"[red]error[/]: {safe(wrong)}")
         return int(ExitCode.BAD_INPUT)
     plan, inv = load_plan(spec)
     target = targets.for_plan(plan.doc)

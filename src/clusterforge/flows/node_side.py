@@ -19,11 +19,16 @@ from clusterforge.term import safe
 VIA = ("ssh", "slurm", "kubernetes")
 
 
+def bad_via(via: str) -> str:
+    """Why `via` is not an engine (an input error, found before anything is read or written), or ""."""
+    return "" if via in VIA else f"--via must be one of {', '.join(VIA)}; got {via!r}"
+
+
 def engine(target: Any, doc: dict[str, Any], via: str, spec: Any, verb: str) -> tuple[Any | None, str]:
     """The pool manager whose engine `via` names (None for ssh), or why it cannot be used (an input
-    error: --via names another engine than the spec's pool manager)."""
-    if via not in VIA:
-        return None, f"--via must be one of {', '.join(VIA)}; got {via!r}"
+    error: not an engine, or another engine than the spec's pool manager)."""
+    if wrong := bad_via(via):
+        return None, wrong
     if via == "ssh":
         return None, ""
     scheduler = target.pool_manager(doc)

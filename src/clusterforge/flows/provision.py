@@ -12,7 +12,7 @@ from rich.console import Console
 from clusterforge import targets
 from clusterforge.errors import ExitCode, InputError, Problem
 from clusterforge.flows.converged import converged
-from clusterforge.flows.node_side import VIA, engine
+from clusterforge.flows.node_side import bad_via, engine
 from clusterforge.flows.plan import load_plan
 from clusterforge.flows.provision_report import print_report
 from clusterforge.plan import build_plan
@@ -34,8 +34,8 @@ def provision_flow(
     Nodes a read finds converged are left alone unless `full` (or --check, --tags, --extra-vars: then
     site.yml runs on every selected node); `via`: how that read runs (as `clusterforge drift --via`)."""
     strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before the lab or any node is touched
-    if via not in VIA:
-        console.print(f"[red]error[/]: --via must be one of {', '.join(VIA)}; got {safe(via)}")
+    if wrong := bad_via(via):  # before the plan is loaded (and the generated inventory written)
+        console.print(f"[red]error[/]: {safe(wrong)}")
         return int(ExitCode.BAD_INPUT)
     if inventory is not None:
         plan, inv = build_plan(load_spec(spec)), inventory
