@@ -51,8 +51,7 @@ def test_a_missing_dcgm_field_fails(ib_node: NodeExpect) -> None:
 
 def test_health_check_runs(ib_node: NodeExpect) -> None:
     h = ib_node.desired["monitoring"]["health"]
-    cmd = mon.argv(
-        "python3",
+    cmd = mon.argv(  # the program itself, as Slurm's HealthCheckProgram runs it
         h["path"],
         "--config",
         h["config"],
