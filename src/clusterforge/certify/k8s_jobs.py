@@ -26,8 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from clusterforge.certify.plugin import BMC
-from clusterforge.certify.slurm_step import (
+from clusterforge.certify.node_job import (
     Names,
     StepAnswer,
     checker_path,
@@ -36,6 +35,7 @@ from clusterforge.certify.slurm_step import (
     read_answer,
     step_error,
 )
+from clusterforge.certify.plugin import BMC
 from clusterforge.remote.frames import decode
 
 CHECK = "k8s.job"

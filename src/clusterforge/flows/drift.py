@@ -16,8 +16,8 @@ from typing import Any
 from rich.console import Console
 
 from clusterforge import __version__, targets, term
+from clusterforge.certify.node_job import StepAnswer
 from clusterforge.certify.runner import run_checks
-from clusterforge.certify.slurm_step import StepAnswer
 from clusterforge.drift import formats
 from clusterforge.drift.ansible_diff import items_from_check_run
 from clusterforge.drift.applied import compare, fast_or_deep

@@ -11,8 +11,9 @@ from typing import Any
 from rich.console import Console
 
 from clusterforge.certify.k8s_jobs import run_jobs
+from clusterforge.certify.node_job import StepAnswer
 from clusterforge.certify.runner import DEADLINE_S, TIER_MARKERS
-from clusterforge.certify.slurm_step import StepAnswer, run_step
+from clusterforge.certify.slurm_step import run_step
 from clusterforge.errors import ClusterforgeError
 from clusterforge.term import safe
 

@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
+from clusterforge.certify.node_job import controller_checks, job_document
 from clusterforge.certify.results import read_results
 from clusterforge.certify.runner import PYTEST_ENV, TIER_MARKERS
-from clusterforge.certify.slurm_step import CHECK, TASK_PATH, certify_step, job_document, run_step, srun_argv
+from clusterforge.certify.slurm_step import CHECK, TASK_PATH, certify_step, run_step, srun_argv
 from clusterforge.remote import checker_bundle
 from clusterforge.remote.checker_node import JOB_VERSION
 from tests.conftest import VALIDATORS, example_plan
@@ -242,13 +243,13 @@ def test_the_program_is_the_same_bytes_every_build_and_leaves_the_bios_validator
 def test_the_bmc_checks_run_here_in_chunks_side_by_side(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from clusterforge.certify import slurm_step
+    from clusterforge.certify import node_job
 
     doc, inv, _ = _setup(tmp_path)
     nodes = [n["name"] for n in doc["nodes"][:3]]
-    monkeypatch.setattr(slurm_step, "BMC_CHUNK", 2)
+    monkeypatch.setattr(node_job, "BMC_CHUNK", 2)
     (tmp_path / "w").mkdir()
-    got, notes = slurm_step.controller_checks(inv, nodes, "quick", tmp_path / "w", 120, None, None)
+    got, notes = controller_checks(inv, nodes, "quick", tmp_path / "w", 120, None, None)
     assert notes == {}
     for i in (0, 1):  # one pytest process per chunk, each to its end
         assert '"kind": "end"' in (tmp_path / "w" / f"controller-bmc-{i}.jsonl").read_text()

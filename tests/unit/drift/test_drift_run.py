@@ -211,8 +211,8 @@ def test_via_slurm_the_step_reads_its_nodes_and_ssh_the_others(monkeypatch: pyte
     """The step brings back the validators and the applied state of the nodes Slurm can run (n1, n2); the
     down node is read over SSH; a changed file found by the step and a failed check are drift as over SSH,
     and a node the step did not answer for is an error, never clean."""
+    from clusterforge.certify.node_job import StepAnswer
     from clusterforge.certify.results import NodeResult
-    from clusterforge.certify.slurm_step import StepAnswer
 
     changed = {**STATE, "files": {"/etc/x.conf": {**STATE["files"]["/etc/x.conf"], "sha256": "b" * 64}}}
     ran, plan = _fast_setup(monkeypatch, {"n3": STATE}, {h: {"state": STATE} for h in ("n1", "n2", "n3")})
