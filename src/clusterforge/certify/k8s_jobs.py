@@ -168,6 +168,7 @@ def run_jobs(
                     pending[node] = jb["metadata"]["name"]
                 except Exception as exc:  # an API refusal is this node's error, not the run's end
                     _no_answer(answer, node, f"not started: {_why(exc)}", states, fix)
+                    answer.unanswered.add(node)
             logs = _wait(core, namespace, run_id, pending, deadline_s, cancel, poll_s)
             bmc, bmc_notes = here.result()
     finally:
@@ -182,6 +183,8 @@ def run_jobs(
         else:
             why = broken.get(node) or f"pod {phase} without an answer"
             _no_answer(answer, node, why, states, fix)
+            if node not in broken and not (cancel and cancel.is_set()):
+                answer.unanswered.add(node)
     for node, res in answer.results.items():
         res.checks += bmc.get(node, [])
         if node in bmc_notes:

@@ -73,6 +73,9 @@ class StepAnswer:
     results: dict[str, NodeResult] = field(default_factory=dict)
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
     state_errors: dict[str, str] = field(default_factory=dict)
+    #: nodes the engine brought nothing back for (not started, no output; not a torn answer, not a
+    #: cancelled run): their `results` are step errors, and a flow may read them over SSH instead
+    unanswered: set[str] = field(default_factory=set)
 
     def file(
         self, node: str, res: NodeResult, state: dict[str, Any] | None, state_error: str, asked: bool

@@ -236,6 +236,7 @@ def _steps(job: Job, groups: Mapping[str, list[str]], progress: Progress | None,
         answer.results.update(part.results)
         answer.states.update(part.states)
         answer.state_errors.update(part.state_errors)
+        answer.unanswered |= part.unanswered
 
 
 def _one_step(job: Job, i: int, checker: str, members: list[str]) -> StepAnswer:
@@ -259,5 +260,7 @@ def _one_step(job: Job, i: int, checker: str, members: list[str]) -> StepAnswer:
             why = broken.get(node) or stopped or f"no answer (srun exit {code}: {_tail(se) or 'no message'})"
             res, state = step_error(node, why, CHECK, VIA, FIX), None
             state_error = f"not answered in the Slurm step: {why}"
+            if node not in broken and not (job.cancel and job.cancel.is_set()):
+                part.unanswered.add(node)  # e.g. its slurmd not up yet after a reboot
         part.file(node, res, state, state_error, node in job.states)
     return part

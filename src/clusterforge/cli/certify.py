@@ -1,5 +1,5 @@
-"""``clusterforge certify SPEC [--tier quick|full] [--limit] [--admit] [--jobs N] [--via ssh|slurm|kubernetes]
-[--format text|json|junit] [--output FILE]``: a thin face over
+"""``clusterforge certify SPEC [--tier quick|full] [--limit] [--admit] [--jobs N]
+[--via auto|ssh|slurm|kubernetes] [--format text|json|junit] [--output FILE]``: a thin face over
 :func:`clusterforge.flows.certify.certify_flow`."""
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ def certify(
     via: Annotated[
         str,
         typer.Option(
-            help="ssh: the validators run here, one SSH session per node | slurm / kubernetes (quick tier, "
-            "that pool manager): one Slurm job step / one Job per node, each node checks itself with the "
-            "node checker (nodes the engine cannot run: SSH)"
+            help="auto: the spec's pool manager's engine for the quick tier when it is Slurm or Kubernetes, "
+            "else ssh | ssh: the validators run here, one SSH session per node | slurm / kubernetes (quick "
+            "tier, that pool manager): one Slurm job step / one Job per node, each node checks itself with "
+            "the node checker (nodes the engine cannot run: SSH)"
         ),
-    ] = "ssh",
+    ] = "auto",
     fmt: Annotated[str, format_option("text", "json", "junit")] = "text",
     output: OutputOpt = None,
     junit: Annotated[Path | None, deprecated_option("--junit", "--format junit --output FILE")] = None,

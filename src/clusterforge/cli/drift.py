@@ -35,11 +35,12 @@ def drift(
     via: Annotated[
         str,
         typer.Option(
-            help="ssh: read the nodes from here | slurm / kubernetes (that pool manager): the quick "
-            "validators and the applied-state reads run by each node on itself, as one Slurm job step / one "
-            "Job per node (nodes the engine cannot run: SSH)"
+            help="auto: the spec's pool manager's engine when it is Slurm or Kubernetes, else ssh | ssh: "
+            "read the nodes from here | slurm / kubernetes (that pool manager): the quick validators and the "
+            "applied-state reads run by each node on itself, as one Slurm job step / one Job per node (nodes "
+            "the engine cannot run: SSH)"
         ),
-    ] = "ssh",
+    ] = "auto",
 ) -> None:
     """Does every node still match the declared cluster? Exit 0 none, 3 drift, 2 bad input, 1 tool failed."""
     from clusterforge.flows.drift import drift_flow

@@ -59,10 +59,10 @@ def provision(
     via: Annotated[
         str,
         typer.Option(
-            help="how that read runs: ssh, or through the pool's engine (slurm: one job step; kubernetes: "
-            "a Job per node) as `clusterforge drift --via`"
+            help="how that read runs, as `clusterforge drift --via`: auto (the pool's engine when it has "
+            "one, else ssh), ssh, or the pool's engine (slurm: one job step; kubernetes: a Job per node)"
         ),
-    ] = "ssh",
+    ] = "auto",
 ) -> None:
     """Configure every node of SPEC to the declared state (site.yml, rolling, drain → reboot → resume)."""
     from clusterforge.flows.provision import provision_flow

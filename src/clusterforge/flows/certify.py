@@ -48,7 +48,8 @@ class Outputs:
     fmt: str = "text"  # --format: text (the table only) | json | junit, to `output` or stdout
     output: Path | None = None
     # ssh: pytest per node from here | slurm / kubernetes: each node checks itself (a job step / a Job each)
-    via: str = "ssh"
+    # | auto: the spec's pool manager's engine for the quick tier when it has one, else ssh
+    via: str = "auto"
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -70,7 +71,7 @@ def certify_flow(
         return _fail_input(console, f"--tier must be one of {', '.join(TIER_MARKERS)}; got {tier!r}")
     if wrong := bad_via(outputs.via):
         return _fail_input(console, wrong)
-    if outputs.via != "ssh" and tier != "quick":
+    if outputs.via not in ("ssh", "auto") and tier != "quick":
         return _fail_input(
             console,
             f"--via {outputs.via} runs the quick tier only (the {tier} tier drains nodes and runs from here)",
@@ -92,7 +93,8 @@ def certify_flow(
     target = targets.for_plan(doc)
     pool = target.pool_manager(doc) if admit or tier == "full" else None
     # runs the nodes' own checks (a Slurm step, Kubernetes Jobs); admits nothing
-    scheduler, wrong = engine(target, doc, outputs.via, spec, "certify")
+    via = outputs.via if tier == "quick" else "ssh"  # auto: the other tiers run from here
+    scheduler, wrong = engine(target, doc, via, spec, "certify")
     if wrong:
         return _fail_input(console, wrong)
     try:
@@ -191,6 +193,26 @@ def _through_scheduler(
             env=env, progress=progress, cancel=cancel, run_id=run_id,
         )  # fmt: skip
         got = {**ssh.result(), **step.result().results}
+    retry = [n for n in engine if n in step.result().unanswered]
+    if retry and not cancel.is_set():  # the engine could not start them after all: as nodes not in it
+        console.print(
+            f"[yellow]{safe(scheduler.name)}[/]: no answer from {len(retry)} node(s) "
+            f"({safe(', '.join(retry))}): over SSH",
+            highlight=False,
+        )
+        got.update(
+            certify_nodes(
+                doc,
+                inventory,
+                retry,
+                "quick",
+                jobs=outputs.jobs,
+                workdir=workdir,
+                progress=progress,
+                cancel=cancel,
+                env=env,
+            )
+        )
     return {n: got[n] for n in names if n in got}
 
 

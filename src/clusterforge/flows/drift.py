@@ -17,6 +17,7 @@ from rich.console import Console
 
 from clusterforge import __version__, targets, term
 from clusterforge.certify.node_job import StepAnswer
+from clusterforge.certify.results import NodeResult
 from clusterforge.certify.runner import run_checks
 from clusterforge.drift import formats
 from clusterforge.drift.ansible_diff import items_from_check_run
@@ -73,7 +74,7 @@ def drift_flow(
     shard: str | None = None,
     extra_vars: dict[str, Any] | None = None,
     deep: bool = False,
-    via: str = "ssh",
+    via: str = "auto",
 ) -> int:
     strategy_env()  # a bad $CLUSTERFORGE_ANSIBLE_STRATEGY is refused before anything runs
     if wrong := bad_via(via):  # before the plan is loaded (and the generated inventory written)
@@ -193,6 +194,7 @@ def _check_and_validate(
             answer = step.result() if step is not None else None
             if answer is not None:
                 reads.update(_step_reads(answer, [h for h in fast if h in stepped]))
+                _over_ssh(answer, reads, plan_doc, inventory, fast, validators, env, cancel)
             changed = _compare_applied(report, fast, reads)
             if changed and check_run:
                 report.deep.update(
@@ -227,6 +229,32 @@ def _step(
         )  # fmt: skip
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _over_ssh(
+    answer: StepAnswer,
+    reads: dict[str, StateRead],
+    plan_doc: dict[str, Any],
+    inventory: Path,
+    fast: dict[str, dict[str, Any]],
+    validators: bool,
+    env: dict[str, str] | None,
+    cancel: threading.Event,
+) -> None:
+    """The nodes the engine brought nothing back for (e.g. a slurmd not up yet after a reboot) read over
+    SSH, as nodes not in the pool are: their validators' results and applied-state reads replace the step's
+    errors in `answer` and `reads`."""
+    retry = sorted(answer.unanswered)
+    if not retry or cancel.is_set():
+        return
+    if validators:
+        for node, checks in run_checks(
+            plan_doc, inventory, "quick", retry, False, None, cancel, env=env
+        ).items():
+            answer.results[node] = NodeResult(node, checks)
+    reads.update(
+        read_states(plan_doc, inventory, {h: fast[h].get("managed") or {} for h in retry if h in fast})
+    )
 
 
 def _step_reads(answer: StepAnswer, hosts: list[str]) -> dict[str, StateRead]:

@@ -1,5 +1,8 @@
-"""The nodes' own checks through the pool's engine (`--via slurm|kubernetes`), for the flows that read
-nodes (certify, drift, provision's read): which engine, which nodes it can start work on, and the run."""
+"""The nodes' own checks through the pool's engine (`--via auto|slurm|kubernetes`), for the flows that read
+nodes (certify, drift, provision's read): which engine, which nodes it can start work on, and the run.
+
+`auto` (the default): the spec's pool manager's engine when it has one (Slurm, Kubernetes), else SSH; nodes
+the engine cannot start work on (not in the pool yet, down, or the engine does not answer) go over SSH."""
 
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ from clusterforge.certify.slurm_step import run_step
 from clusterforge.errors import ClusterforgeError
 from clusterforge.term import safe
 
-VIA = ("ssh", "slurm", "kubernetes")
+VIA = ("auto", "ssh", "slurm", "kubernetes")
+ENGINES = ("slurm", "kubernetes")  # the pool managers that can run work on their nodes
 
 
 def bad_via(via: str) -> str:
@@ -26,12 +30,19 @@ def bad_via(via: str) -> str:
 
 
 def engine(target: Any, doc: dict[str, Any], via: str, spec: Any, verb: str) -> tuple[Any | None, str]:
-    """The pool manager whose engine `via` names (None for ssh), or why it cannot be used (an input
-    error: not an engine, or another engine than the spec's pool manager)."""
+    """The pool manager whose engine `via` names (None for ssh, and for auto when the spec's pool manager
+    runs no work: a file registry), or why it cannot be used (an input error: not an engine, or another
+    engine than the spec's pool manager)."""
     if wrong := bad_via(via):
         return None, wrong
     if via == "ssh":
         return None, ""
+    if via == "auto":
+        try:
+            scheduler = target.pool_manager(doc)
+        except ClusterforgeError:  # e.g. the kubernetes extra is not installed: the nodes are read over SSH
+            return None, ""
+        return (scheduler if getattr(scheduler, "name", "") in ENGINES else None), ""
     scheduler = target.pool_manager(doc)
     if scheduler is None or getattr(scheduler, "name", "") != via:
         return None, (

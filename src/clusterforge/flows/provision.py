@@ -28,7 +28,7 @@ def provision_flow(
     console: Console,
     inventory: Path | None = None,
     full: bool = False,
-    via: str = "ssh",
+    via: str = "auto",
 ) -> int:
     """Provision SPEC; with `inventory` (e.g. written by `clusterforge inventory from-stack`) use it as is.
     Nodes a read finds converged are left alone unless `full` (or --check, --tags, --extra-vars: then

@@ -264,7 +264,15 @@ def test_interrupted_run_leaves_no_false_pass(certify_lab: Any) -> None:
     store = Store()
     before = {r.id for r in store.runs(kind="certify")}
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "clusterforge"), "certify", str(certify_lab.spec), "--admit"],
+        # over SSH: the validator processes here are what must not outlive the killed runner
+        [
+            str(Path(sys.executable).parent / "clusterforge"),
+            "certify",
+            str(certify_lab.spec),
+            "--admit",
+            "--via",
+            "ssh",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

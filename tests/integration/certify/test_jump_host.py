@@ -77,7 +77,8 @@ def test_certification_and_ansible_go_through_a_site_jump_host(certify_lab: Any,
     since = _cursor(certify_lab, target)
     out = tmp_path / "quick.json"
     r = _run(
-        ["certify", spec, "--tier", "quick", "--limit", target, "--format", "json", "--output", str(out)],
+        # over SSH (the default takes the lab's Slurm job step, which logs in nowhere): the path under test
+        ["certify", spec, "--via", "ssh", "--limit", target, "--format", "json", "--output", str(out)],
         site,
     )
     assert r.returncode == 0, f"certify through the jump host: rc {r.returncode}\n{r.stdout}\n{r.stderr}"
@@ -109,6 +110,8 @@ def test_a_jump_host_that_does_not_answer_is_an_error_not_a_failure(certify_lab:
             str(certify_lab.spec),
             "--tier",
             "quick",
+            "--via",
+            "ssh",
             "--limit",
             target,
             "--format",

@@ -68,9 +68,11 @@ def test_a_pod_that_never_finishes_is_an_error_at_the_deadline(k8s: StandIn, tmp
     doc, inv, _ = _setup(tmp_path)
     node = doc["nodes"][0]["name"]
     k8s.kubelet = lambda pod, cms: ("Running", "")
-    res = run_jobs(api(k8s), doc, inv, [node], "quick", tmp_path / "w", 2, "run-x", poll_s=0.1).results[node]
+    answer = run_jobs(api(k8s), doc, inv, [node], "quick", tmp_path / "w", 2, "run-x", poll_s=0.1)
+    res = answer.results[node]
     assert res.verdict == "error" and res.checks[0].check_id == CHECK
     assert "not finished" in res.checks[0].message and k8s.jobs == {}
+    assert answer.unanswered == {node}  # nothing came back: the flows read it over SSH instead
 
 
 def test_the_job_runs_on_its_node_in_the_hosts_namespaces_with_values_as_arguments() -> None:

@@ -143,6 +143,7 @@ def test_the_step_reads_the_applied_state_it_is_asked_for_beside_the_checks(tmp_
     assert files[str(tmp_path / "absent")] is None
     assert b not in answer.states and b not in answer.state_errors  # asked nothing
     assert c not in answer.states and "not answered in the Slurm step" in answer.state_errors[c]
+    assert answer.unanswered == {c}  # nothing came back: the flows read it over SSH instead
 
 
 def test_the_job_carries_the_plan_cut_to_the_step_and_the_nodes_knobs(tmp_path: Path) -> None:
@@ -215,6 +216,8 @@ def test_srun_missing_is_an_error_per_node(tmp_path: Path) -> None:
     node = doc["nodes"][0]["name"]
     res = certify_step(doc, inv, [node], "quick", tmp_path / "w", 60, srun=str(tmp_path / "no-srun"))[node]
     assert res.verdict == "error" and "cannot run" in res.checks[0].message
+    answer = run_step(doc, inv, [node], "quick", tmp_path / "w2", 60, srun=str(tmp_path / "no-srun"))
+    assert answer.unanswered == {node}
 
 
 def test_srun_argv_broadcasts_the_job_and_runs_without_an_allocation() -> None:

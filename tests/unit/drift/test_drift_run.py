@@ -243,3 +243,36 @@ def test_via_slurm_the_step_reads_its_nodes_and_ssh_the_others(monkeypatch: pyte
         "n2: applied-state read failed: not answered in the Slurm step: no answer (srun exit 1)"
     ]
     assert ran == [["n1"]]  # the changed node is explained by the check run, as over SSH
+
+
+def test_nodes_the_step_brought_nothing_back_for_are_read_over_ssh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """n2's slurmd was not up (e.g. just rebooted): the step brought nothing back, so its validators and
+    applied state are read over SSH in the same run, as a node not in the pool is: no error, its drift
+    found; n1's torn answer is not retried (an error, never clean)."""
+    from clusterforge.certify.node_job import StepAnswer, step_error
+
+    changed = {**STATE, "files": {"/etc/x.conf": {**STATE["files"]["/etc/x.conf"], "sha256": "b" * 64}}}
+    _, plan = _fast_setup(
+        monkeypatch, {"n2": changed, "n3": STATE}, {h: {"state": STATE} for h in ("n1", "n2", "n3")}
+    )
+    ssh_checks: list[list[str]] = []
+
+    def fake_checks(plan_doc: Any, inv: Any, tier: str, hosts: list[str], *a: Any, **kw: Any) -> Any:
+        ssh_checks.append(list(hosts))
+        bad = CheckResult("n2", "os.sysctl", "fail", "m", expected="1", found="60", fix="f")
+        return {h: ([bad] if h == "n2" else []) for h in hosts}
+
+    def fake_step(*a: Any) -> StepAnswer:
+        answer = StepAnswer(unanswered={"n2"})
+        for node, why in (("n1", "frame 2 of 3 missing"), ("n2", "no answer (srun exit 1)")):
+            answer.results[node] = step_error(node, why, "checker.answer", "Slurm", "")
+            answer.state_errors[node] = f"not answered in the Slurm step: {why}"
+        return answer
+
+    monkeypatch.setattr(drift_run, "run_checks", fake_checks)
+    monkeypatch.setattr(drift_run, "_step", fake_step)
+    rep = drift_run.drift(plan, Path("inv"), scheduler=_Slurm())
+    assert ssh_checks == [["n3"], ["n2"]]
+    assert sorted(i.setting for i in rep.items if i.node == "n2") == ["file /etc/x.conf", "os.sysctl"]
+    assert [e for e in rep.errors if e.startswith("n2")] == []
+    assert any(e.startswith("n1: applied-state read failed: not answered") for e in rep.errors), rep.errors
