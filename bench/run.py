@@ -189,9 +189,11 @@ def render_ratios(rs: list[dict[str, Any]]) -> str:
 
 def bench_spec(base: dict[str, Any], nodes: int, cluster: str = "bench") -> dict[str, Any]:
     """The lab spec resized to `nodes` (half RoCE, half InfiniBand), racks of 4 nodes, one rollout batch,
-    no BMCs (so site.yml skips the bios role: its Redfish calls are not in these figures)."""
+    no BMCs (so site.yml skips the bios role: its Redfish calls are not in these figures) and so no BIOS
+    pin (with no BMC to read it from, `software.bios` could only be an error on every node)."""
     spec = json.loads(json.dumps(base))
     spec["metadata"]["name"] = cluster
+    spec.get("software", {}).pop("bios", None)
     counts = [nodes - nodes // 2, nodes // 2]
     for pool, count in zip(spec["pools"], counts, strict=True):
         pool["count"] = count
