@@ -2,9 +2,10 @@
 lab, half RoCE and half InfiniBand, chosen with --limit), side by side and end to end through the CLI as an
 operator runs it (`clusterforge …` in a child process: start-up, plan load, reads, records, report):
 
-  drift (fast), the default (`--via auto`: one Slurm job step)   drift (fast) `--via ssh`   drift `--deep`
+  drift (fast), the default (`--via auto`: one Slurm job step)   drift (fast) `--via ssh`
   certify quick, the default (`--via auto`: one Slurm job step)  certify quick `--via ssh`
   no-op provision, the default (a read as one Slurm job step, converged nodes left alone)
+  drift `--deep` (site.yml --check --diff on every node: the longest, last)
 
 Wall seconds and the controller's CPU seconds (the child `clusterforge` and everything it waited for:
 ansible-playbook and its forks, pytest, ssh, srun; the nodes' own work in the nodes is not the
@@ -106,13 +107,13 @@ def cases(spec: Path, limit: str, work: Path) -> list[tuple[str, list[str], Path
                                                        "--output", str(d)], d),
         ("drift (fast), --via ssh", ["drift", s, "--limit", limit, "--via", "ssh", "--format", "json",
                                      "--output", str(d)], d),
-        ("drift --deep (site.yml --check --diff)", ["drift", s, "--limit", limit, "--deep", "--format",
-                                                    "json", "--output", str(d)], d),
         ("certify quick, default: one Slurm job step", ["certify", s, "--limit", limit, "--format", "json",
                                                         "--output", str(c)], c),
         ("certify quick, --via ssh", ["certify", s, "--limit", limit, "--via", "ssh", "--format", "json",
                                       "--output", str(c)], c),
         ("no-op provision, default (read as one job step)", ["provision", s, "--limit", limit], None),
+        ("drift --deep (site.yml --check --diff)", ["drift", s, "--limit", limit, "--deep", "--format",
+                                                    "json", "--output", str(d)], d),
     ]  # fmt: skip
 
 
